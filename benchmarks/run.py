@@ -1,0 +1,79 @@
+"""Run the benchmarks and record them in benchmarks/RESULTS.md.
+
+Each ``benchmarks/bench_<name>.py`` defines ``main() -> str`` returning a Markdown section
+(a heading, a table of ratios measured side by side in one run, and a sentence on what the
+numbers mean). This script runs them (all, or those named on the command line), prints each
+section, and rewrites its block in RESULTS.md between ``<!-- bench:NAME -->`` markers, so a
+partial run keeps the other sections. The header records date, machine and versions.
+
+    python benchmarks/run.py                 # all
+    python benchmarks/run.py data_iter       # just bench_data_iter.py
+"""
+from __future__ import annotations
+
+import datetime
+import importlib.util
+import os
+import platform
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "RESULTS.md"
+
+
+def machine_description() -> str:
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+    return (
+        f"{cpu}, {os.cpu_count()} logical cores, {gpu}; Python {platform.python_version()}, "
+        f"torch {torch.__version__}, {platform.system()} {platform.release()}"
+    )
+
+
+def load(name: str):
+    path = HERE / f"bench_{name}.py"
+    if not path.exists():
+        available = ", ".join(sorted(p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py")))
+        raise SystemExit(f"no benchmark {name!r}; available: {available}")
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def update_results(name: str, section: str, header: str) -> None:
+    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
+    text = re.sub(r"(?s)<!-- machine -->.*?<!-- /machine -->\n?", "", text)
+    text = text.replace("# Benchmark results\n", f"# Benchmark results\n\n<!-- machine -->\n{header}\n<!-- /machine -->\n", 1)
+    block = f"<!-- bench:{name} -->\n{section.strip()}\n<!-- /bench:{name} -->"
+    pattern = re.compile(rf"(?s)<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->")
+    text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
+    RESULTS.write_text(text)
+
+
+def main(names: list[str]) -> None:
+    sys.path.insert(0, str(HERE.parent))
+    names = names or sorted(p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py"))
+    header = f"Latest run: {datetime.date.today().isoformat()} on {machine_description()}."
+    print(header)
+    for name in names:
+        print(f"\n== {name} ==", flush=True)
+        section = load(name).main()
+        print(section, flush=True)
+        update_results(name, f"{section.strip()}\n\n_Measured {datetime.date.today().isoformat()}._", header)
+    print(f"\nwrote {RESULTS.relative_to(HERE.parent)}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

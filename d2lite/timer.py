@@ -1,0 +1,2 @@
+"""(not written yet)"""
+__all__: list[str] = []

@@ -1,0 +1,44 @@
+"""How a graded test cell reports what it computed.
+
+    from grader.record import record
+    record("distances", pairwise_distances(X, Y), atol=1e-6)
+
+Outside grading this does nothing but return ``value``. While the grader executes a
+notebook (it sets ``COURSE_GRADER_RECORD=1`` in the kernel's environment), it publishes the
+value as a display output of MIME type :data:`MIME_TYPE`. The grader compares each value with
+the one the same test cell recorded when it ran the instructor's solution, in its own process,
+using the tolerances of *that* trusted run: what a student's kernel says about tolerances, or
+about having passed, is never used. See ``grader/THREAT_MODEL.md``.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, TypeVar
+
+from .values import encode
+
+MIME_TYPE = "application/vnd.course-grader.record+json"
+ENV_FLAG = "COURSE_GRADER_RECORD"
+
+T = TypeVar("T")
+
+
+def record(key: str, value: T, *, rtol: float = 0.0, atol: float = 0.0) -> T:
+    """Report ``value`` under ``key`` for grading, and return it unchanged.
+
+    key: a name unique within the test cell.
+    value: a tensor, number, string, shape, dtype, device, or a list/tuple/dict of them.
+    rtol, atol: how far a student's value may be from the solution's: |s - r| <= atol + rtol*|r|
+        elementwise for floating tensors and floats; 0 means exact. Shapes, dtypes and types
+        always have to match exactly.
+    """
+    if not isinstance(key, str) or not key:
+        raise ValueError("record() needs a non-empty string key")
+    if rtol < 0 or atol < 0:
+        raise ValueError("record() tolerances must be >= 0")
+    if os.environ.get(ENV_FLAG) == "1":
+        payload = {"key": key, "value": encode(value), "rtol": float(rtol), "atol": float(atol)}
+        from IPython.display import display
+
+        display({MIME_TYPE: payload}, raw=True)
+    return value
