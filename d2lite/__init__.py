@@ -5,6 +5,8 @@ write ``d2lite.sgd`` (or ``import d2lite as d2l`` and keep d2l-style code unchan
 """
 from .data import *  # noqa: F401,F403
 from .device import *  # noqa: F401,F403
+from .download import *  # noqa: F401,F403
+from .idx import *  # noqa: F401,F403
 from .models import *  # noqa: F401,F403
 from .optim import *  # noqa: F401,F403
 from .parallel import *  # noqa: F401,F403

@@ -1,2 +1,232 @@
-"""(not written yet)"""
-__all__: list[str] = []
+"""Data for the course: synthetic regression data, minibatch iterators and image data sets.
+
+d2l names with d2l semantics: ``synthetic_data``, ``data_iter``, ``load_array``,
+``load_data_fashion_mnist``, ``get_fashion_mnist_labels``; plus ``load_data(name, ...)``
+for "fashion_mnist" (downloaded and checksum-verified, see ``d2lite.download``) and
+"mnist5k" (4,000/1,000 real MNIST digits bundled with d2lite, for offline use).
+
+Loaders batch by tensor indexing instead of a DataLoader: the whole (small) data set is
+one tensor, each minibatch is ``tensor[indices]``. With ``device=`` the data set is moved
+to the device once and batches are shuffled and converted there.
+"""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch.utils.data import TensorDataset
+
+from .download import FASHION_MNIST, IDX_FILES, fetch, verify_sha256
+from .idx import IDXFormatError, read_idx
+
+__all__ = ["synthetic_data", "data_iter", "TensorLoader", "load_array", "load_data",
+           "load_data_fashion_mnist", "get_fashion_mnist_labels", "FASHION_MNIST_CLASSES",
+           "MNIST5K_DIR"]
+
+FASHION_MNIST_CLASSES = ("t-shirt", "trouser", "pullover", "dress", "coat",
+                         "sandal", "shirt", "sneaker", "bag", "ankle boot")
+DIGIT_CLASSES = tuple(str(d) for d in range(10))
+
+MNIST5K_DIR = Path(__file__).resolve().parent / "datasets" / "mnist5k"
+# SHA-256 of the bundled files, as printed by scripts/build_mnist5k.py when it wrote them.
+MNIST5K_SHA256 = {
+    "train-images-idx3-ubyte.gz": "414811f135136db744ea7cc82b40dbfee7c473f5e4cc5b3b186fb0328c5ff187",
+    "train-labels-idx1-ubyte.gz": "387339cb4d512c89c8fc667db02409099d2e11cb7be42663fcf0bbc05c1902ae",
+    "t10k-images-idx3-ubyte.gz": "f8cbd79f2db37870d876942826b4ef9064643422dc5117ba4ab682bbc382d905",
+    "t10k-labels-idx1-ubyte.gz": "b42ecc3004fe544b93f9e23b216103f6e8417d82f371ca2a47bbdcdb5ce44998",
+}
+DATASETS = ("fashion_mnist", "mnist5k")
+
+
+def synthetic_data(w: torch.Tensor, b, num_examples: int, *, generator: torch.Generator | None = None):
+    """Linear-regression data ``y = Xw + b + noise`` (d2l's ``synthetic_data``).
+
+    w: (d,) weights; b: scalar bias. Returns X: (num_examples, d) drawn from N(0, 1) and
+    y: (num_examples, 1), with noise drawn from N(0, 0.01**2). Floating w keeps its dtype.
+    """
+    dtype = w.dtype if w.is_floating_point() else torch.get_default_dtype()
+    X = torch.normal(0.0, 1.0, (num_examples, len(w)), generator=generator, dtype=dtype)
+    y = X @ w.to(dtype) + b
+    y += torch.normal(0.0, 0.01, y.shape, generator=generator, dtype=dtype)
+    return X, y.reshape((-1, 1))
+
+
+def _check_batching(batch_size, tensors) -> int:
+    """Number of examples shared by ``tensors``; clear errors for bad batch sizes or lengths."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+    lengths = [len(t) for t in tensors]
+    if len(set(lengths)) > 1:
+        raise ValueError(
+            f"all tensors must have the same number of examples (first dimension), got lengths {lengths}; "
+            "pass features and labels of the same data set."
+        )
+    return lengths[0]
+
+
+def _permutation(n: int, device, generator: torch.Generator | None) -> torch.Tensor:
+    """A random permutation of range(n) on ``device``, drawn with ``generator`` if given."""
+    where = generator.device if generator is not None else device
+    return torch.randperm(n, generator=generator, device=where).to(device)
+
+
+def data_iter(batch_size: int, features: torch.Tensor, labels: torch.Tensor, *,
+              generator: torch.Generator | None = None):
+    """Shuffled minibatches ``(features[i], labels[i])`` of one epoch (d2l's ``data_iter``).
+
+    features: (n, ...), labels: (n, ...). Yields batches of ``batch_size`` examples (the
+    last one smaller when batch_size does not divide n); every example appears exactly
+    once. ``generator`` makes the order reproducible. Errors are raised at the call,
+    not at the first ``next()``.
+    """
+    n = _check_batching(batch_size, (features, labels))
+    indices = _permutation(n, features.device, generator)
+
+    def batches():
+        for start in range(0, n, batch_size):
+            batch = indices[start:start + batch_size]
+            yield features[batch], labels[batch]
+
+    return batches()
+
+
+class TensorLoader:
+    """Minibatches of tensors held in memory; each ``iter()`` is one epoch.
+
+    tensors: tensors with the same first dimension n (on any device; batches are made
+    there). shuffle: new random order every epoch (drawn with ``generator``), else the
+    stored order. transform: optional function applied to the first tensor of each batch
+    (e.g. uint8 images -> float). ``len(loader)`` is the number of batches per epoch.
+    Attributes like a DataLoader's: ``dataset`` (a TensorDataset view, no copy), ``batch_size``.
+    """
+
+    def __init__(self, tensors, batch_size: int, shuffle: bool = False, *, transform=None,
+                 generator: torch.Generator | None = None, name: str | None = None, classes=None):
+        self.tensors = tuple(tensors)
+        self.num_examples = _check_batching(batch_size, self.tensors)
+        self.batch_size, self.shuffle = batch_size, shuffle
+        self.transform, self.generator = transform, generator
+        self.name, self.classes = name, classes
+        self.dataset = TensorDataset(*self.tensors)
+
+    @property
+    def device(self) -> torch.device:
+        return self.tensors[0].device
+
+    def __len__(self) -> int:
+        return math.ceil(self.num_examples / self.batch_size)
+
+    def __iter__(self):
+        n, size = self.num_examples, self.batch_size
+        order = _permutation(n, self.device, self.generator) if self.shuffle else None
+        for start in range(0, n, size):
+            if order is None:
+                batch = [t[start:start + size] for t in self.tensors]
+            else:
+                batch = [t[order[start:start + size]] for t in self.tensors]
+            if self.transform is not None:
+                batch[0] = self.transform(batch[0])
+            yield tuple(batch)
+
+    def __repr__(self) -> str:
+        what = f"{self.name}, " if self.name else ""
+        return (f"TensorLoader({what}{self.num_examples} examples, batch_size={self.batch_size}, "
+                f"shuffle={self.shuffle}, device={self.device})")
+
+
+def load_array(data_arrays, batch_size: int, is_train: bool = True) -> TensorLoader:
+    """Minibatches of ``data_arrays`` (a tuple of tensors), shuffled when ``is_train``.
+
+    d2l returns ``DataLoader(TensorDataset(*data_arrays), batch_size, shuffle=is_train)``;
+    this yields the same batches by tensor indexing, much faster, and can be iterated
+    again for every epoch.
+    """
+    return TensorLoader(data_arrays, batch_size, shuffle=is_train)
+
+
+def get_fashion_mnist_labels(labels) -> list[str]:
+    """Text labels of Fashion-MNIST class indices (a tensor or sequence of ints)."""
+    return [FASHION_MNIST_CLASSES[int(i)] for i in labels]
+
+
+def _image_transform(resize):
+    """uint8 (B, H, W) -> float32 (B, 1, H', W') in [0, 1], resized bilinearly when asked."""
+    size = None if resize is None else ((resize, resize) if isinstance(resize, int) else tuple(resize))
+
+    def to_float(images: torch.Tensor) -> torch.Tensor:
+        x = images.unsqueeze(1).to(torch.float32).div_(255)
+        if size is not None and tuple(x.shape[-2:]) != size:
+            x = F.interpolate(x, size=size, mode="bilinear", align_corners=False, antialias=True).clamp_(0, 1)
+        return x
+
+    return to_float
+
+
+def _read_split(paths: dict, prefix: str):
+    """(images (N, 28, 28) uint8, labels (N,) int64) of the 'train' or 't10k' files."""
+    images = read_idx(paths[f"{prefix}-images-idx3-ubyte.gz"], expected_shape=(None, 28, 28))
+    labels = read_idx(paths[f"{prefix}-labels-idx1-ubyte.gz"], expected_shape=(None,))
+    if len(images) != len(labels):
+        raise IDXFormatError(f"{prefix}: {len(images)} images but {len(labels)} labels; the files do not belong together.")
+    return images, labels.to(torch.int64)
+
+
+def _mnist5k_paths(root) -> dict:
+    folder = Path(root) if root is not None else MNIST5K_DIR
+    return {f: verify_sha256(folder / f, digest) for f, digest in MNIST5K_SHA256.items()}
+
+
+def load_data(name: str, batch_size: int, resize=None, *, root=None, device=None,
+              generator: torch.Generator | None = None, base_url: str | None = None,
+              reason: str = "", progressbar: bool = True):
+    """Load an image data set as ``(train_iter, test_iter)`` and print one line saying what.
+
+    name: "fashion_mnist" (60,000/10,000 clothing images, downloaded once into the
+    cache, see d2lite.download) or "mnist5k" (4,000/1,000 MNIST digits bundled with
+    d2lite, 400/100 per class). Batches are X: float32 (B, 1, 28, 28) in [0, 1] (or
+    (B, 1, h, w) with ``resize=h`` or ``resize=(h, w)``) and y: int64 (B,). The training
+    iterator is reshuffled every epoch (with ``generator`` if given); the test iterator
+    keeps the file order. root: folder holding the files (fashion_mnist: the cache
+    folder, default ``$D2LITE_DATA`` or ``~/.cache/d2lite``; mnist5k: default the bundled
+    copy). device: move the whole data set there once and make batches there.
+    base_url: where to download Fashion-MNIST from (default ``$D2LITE_FASHION_MNIST_URL``
+    or the official mirror). reason: appended to the printed line.
+    """
+    if name == "fashion_mnist":
+        paths = fetch(FASHION_MNIST, root=root, base_url=base_url, progressbar=progressbar)
+        title, classes = "Fashion-MNIST (clothing images)", FASHION_MNIST_CLASSES
+    elif name == "mnist5k":
+        paths = _mnist5k_paths(root)
+        title, classes = "mnist5k (MNIST handwritten digits bundled with d2lite)", DIGIT_CLASSES
+    else:
+        raise ValueError(f"unknown data set {name!r}; expected one of {', '.join(map(repr, DATASETS))}.")
+    (train_x, train_y), (test_x, test_y) = _read_split(paths, "train"), _read_split(paths, "t10k")
+    if device is not None:
+        train_x, train_y, test_x, test_y = (t.to(device) for t in (train_x, train_y, test_x, test_y))
+    transform = _image_transform(resize)
+    train_iter = TensorLoader((train_x, train_y), batch_size, shuffle=True, transform=transform,
+                              generator=generator, name=name, classes=classes)
+    test_iter = TensorLoader((test_x, test_y), batch_size, shuffle=False, transform=transform,
+                             name=name, classes=classes)
+    shape = tuple(transform(test_x[:1]).shape[1:])
+    folder = Path(next(iter(paths.values()))).parent
+    print(f"Loaded {title}{reason}: {len(train_x):,} training and {len(test_x):,} test images of shape "
+          f"{shape}, batch_size {batch_size}, on {train_x.device}, from {folder}")
+    return train_iter, test_iter
+
+
+def load_data_fashion_mnist(batch_size: int, resize=None, **options):
+    """Fashion-MNIST as ``(train_iter, test_iter)`` (d2l's name), or the set named by ``D2LITE_DATASET``.
+
+    With ``D2LITE_DATASET=mnist5k`` (CI, offline classrooms) the bundled MNIST digits are
+    loaded instead, and the printed line says so. ``options`` go to ``load_data``.
+    """
+    name = os.environ.get("D2LITE_DATASET", "").strip() or "fashion_mnist"
+    if name not in DATASETS:
+        raise ValueError(f"D2LITE_DATASET={name!r} is not a data set d2lite knows; "
+                         f"expected one of {', '.join(DATASETS)} (or unset it for fashion_mnist).")
+    reason = "" if name == "fashion_mnist" else f" instead of Fashion-MNIST (D2LITE_DATASET={name})"
+    return load_data(name, batch_size, resize, reason=reason, **options)

@@ -1,0 +1,140 @@
+"""Files that are checked before use: the download cache and SHA-256 verification.
+
+Remote data sets are fetched with pooch: the file is streamed to a temporary name in the
+cache folder, its SHA-256 is compared with the published one, and only then is it moved
+into place. A partial download or a file with the wrong checksum is therefore never
+cached, and a cached file whose checksum no longer matches is never used.
+
+The cache folder is ``$D2LITE_DATA`` when set, else ``~/.cache/d2lite``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from pathlib import Path
+
+__all__ = ["ChecksumError", "DatasetUnavailableError", "RemoteDataset", "FASHION_MNIST", "cache_dir",
+           "sha256_of", "verify_sha256", "fetch"]
+
+IDX_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+             "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
+
+
+class ChecksumError(ValueError):
+    """A data file's SHA-256 differs from the known one: it is corrupt, partial or another file."""
+
+
+class DatasetUnavailableError(RuntimeError):
+    """A data set is neither in the cache nor downloadable right now."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RemoteDataset:
+    """Where a data set's files live online and what their SHA-256 digests are.
+
+    name: folder name inside the cache. base_url: URL prefix of the files. url_env: name
+    of an environment variable that, when set, replaces base_url (a mirror, or a local
+    server in tests). sha256: file name -> expected hex digest.
+    """
+
+    name: str
+    title: str
+    base_url: str
+    url_env: str
+    sha256: dict[str, str]
+
+
+# Published SHA-256 digests of the four Fashion-MNIST files, as listed by TensorFlow Datasets
+# (tensorflow/datasets, tensorflow_datasets/url_checksums/fashion_mnist.txt, with the sizes
+# 26421880, 29515, 4422102 and 5148 bytes) and, identically, by torchvision's prototype
+# datasets (torchvision/prototype/datasets/_builtin/mnist.py). The base URL is the one
+# torchvision (and hence d2l's load_data_fashion_mnist) downloads from.
+FASHION_MNIST = RemoteDataset(
+    name="fashion_mnist",
+    title="Fashion-MNIST",
+    base_url="http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
+    url_env="D2LITE_FASHION_MNIST_URL",
+    sha256={
+        "train-images-idx3-ubyte.gz": "3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84",
+        "train-labels-idx1-ubyte.gz": "a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845",
+        "t10k-images-idx3-ubyte.gz": "346e55b948d973a97e58d2351dde16a484bd415d4595297633bb08f03db6a073",
+        "t10k-labels-idx1-ubyte.gz": "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5",
+    },
+)
+
+
+def cache_dir() -> Path:
+    """The folder that holds downloaded data sets: ``$D2LITE_DATA`` or ``~/.cache/d2lite``."""
+    return Path(os.environ.get("D2LITE_DATA") or Path.home() / ".cache" / "d2lite").expanduser()
+
+
+def sha256_of(path) -> str:
+    """Hex SHA-256 digest of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_sha256(path, expected: str) -> Path:
+    """Return ``path`` if its SHA-256 is ``expected``; raise ChecksumError otherwise."""
+    found = sha256_of(path)
+    if found != expected:
+        raise ChecksumError(
+            f"{path}: SHA-256 is {found}, expected {expected}. The file is corrupt, incomplete or "
+            "a different file; delete it and download or copy it again."
+        )
+    return Path(path)
+
+
+def _where_to_put(remote: RemoteDataset, folder: Path) -> str:
+    files = ", ".join(remote.sha256)
+    return (
+        f"To use {remote.title} offline, copy the files {files} into {folder} (set D2LITE_DATA to "
+        "use another cache folder). Or use the MNIST digits bundled with d2lite: set "
+        "D2LITE_DATASET=mnist5k, or call d2lite.load_data('mnist5k', batch_size)."
+    )
+
+
+def fetch(remote: RemoteDataset, root=None, base_url: str | None = None, progressbar: bool = True) -> dict[str, Path]:
+    """Make sure every file of ``remote`` is in the cache with the right SHA-256.
+
+    root: cache folder (default ``cache_dir()``); files go to ``root/remote.name/``.
+    base_url: overrides ``$<remote.url_env>`` and ``remote.base_url``.
+    Returns file name -> verified local path. Files already cached with the right
+    checksum are not downloaded again; the others are downloaded with a progress bar.
+    Raises ChecksumError when a download does not match its checksum (nothing is
+    cached) and DatasetUnavailableError when a file cannot be downloaded.
+    """
+    import pooch  # imported here: only a download needs it
+    import requests
+
+    folder = Path(root or cache_dir()).expanduser() / remote.name
+    base = base_url or os.environ.get(remote.url_env) or remote.base_url
+    base = base if base.endswith("/") else base + "/"
+    downloader = pooch.HTTPDownloader(progressbar=progressbar, timeout=30)
+    paths = {}
+    for fname, digest in remote.sha256.items():
+        target = folder / fname
+        if target.exists() and sha256_of(target) == digest:
+            paths[fname] = target
+            continue
+        stale = " (the cached copy has the wrong SHA-256 and is not used)" if target.exists() else ""
+        try:
+            pooch.retrieve(base + fname, known_hash=f"sha256:{digest}", fname=fname, path=folder,
+                           downloader=downloader)
+        except ValueError as err:  # pooch: hash mismatch; the temporary file is already deleted
+            raise ChecksumError(
+                f"Downloaded {base + fname} but its SHA-256 does not match the published one, so it "
+                f"was not cached{stale}. The server sent a different or damaged file ({err}). "
+                + _where_to_put(remote, folder)
+            ) from None
+        except (requests.RequestException, OSError) as err:
+            raise DatasetUnavailableError(
+                f"{remote.title} file {fname} is not in the cache{stale} and could not be downloaded "
+                f"from {base + fname} ({type(err).__name__}: {err}). " + _where_to_put(remote, folder)
+            ) from None
+        paths[fname] = verify_sha256(target, digest)
+    return paths
