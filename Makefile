@@ -5,7 +5,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-DEBIAN_PACKAGES ?= bubblewrap
+DEBIAN_PACKAGES ?= bubblewrap chromium
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: help setup sysdeps test test-fast notebooks demo lab instructor-lab bench clean
