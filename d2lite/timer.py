@@ -1,2 +1,92 @@
-"""(not written yet)"""
-__all__: list[str] = []
+"""Measuring: a stopwatch that keeps every lap (``Timer``) and running sums (``Accumulator``)."""
+from __future__ import annotations
+
+import itertools
+import time
+
+import torch
+
+__all__ = ["Timer", "Accumulator"]
+
+
+class Timer:
+    """Record several running times, like d2l's ``Timer`` (it starts on creation).
+
+    sync_cuda: call ``torch.cuda.synchronize()`` before reading the clock, so that the time of
+        GPU kernels launched asynchronously is counted (a no-op without CUDA). It makes every
+        ``start``/``stop`` wait for the GPU, so use it around whole epochs, not single batches.
+
+        timer = Timer()
+        ...work...
+        timer.stop()                # seconds since start(), also appended to timer.times
+        timer.avg(), timer.sum(), timer.cumsum()
+    """
+
+    def __init__(self, sync_cuda: bool = False):
+        self.sync_cuda = sync_cuda
+        self.times: list[float] = []
+        self.start()
+
+    def _now(self) -> float:
+        if self.sync_cuda and torch.cuda.is_available():
+            torch.cuda.synchronize()
+        return time.perf_counter()
+
+    def start(self) -> None:
+        """Start (or restart) the clock."""
+        self.tik = self._now()
+
+    def stop(self) -> float:
+        """Stop the clock, record the lap, and return it in seconds."""
+        self.times.append(self._now() - self.tik)
+        return self.times[-1]
+
+    def avg(self) -> float:
+        """Average lap in seconds."""
+        if not self.times:
+            raise ValueError("Timer.avg: no laps recorded yet; call stop() at least once first")
+        return sum(self.times) / len(self.times)
+
+    def sum(self) -> float:
+        """Total of all laps in seconds."""
+        return sum(self.times)
+
+    def cumsum(self) -> list[float]:
+        """Running totals of the laps: ``[t0, t0 + t1, ...]``."""
+        return list(itertools.accumulate(self.times))
+
+    def __enter__(self) -> "Timer":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class Accumulator:
+    """Running sums over ``n`` variables, like d2l's (e.g. loss sum, correct count, examples).
+
+    ``add`` converts each value with ``float()``; for a GPU tensor that waits for the GPU, so in
+    a hot loop sum tensors on the device and add them here once per epoch.
+    """
+
+    def __init__(self, n: int):
+        if n <= 0:
+            raise ValueError(f"Accumulator: expected n >= 1 variables, got {n}")
+        self.data = [0.0] * n
+
+    def add(self, *args) -> None:
+        """Add one value to each of the ``n`` sums."""
+        if len(args) != len(self.data):
+            raise ValueError(f"Accumulator.add: expected {len(self.data)} values, got {len(args)}")
+        self.data = [a + float(b) for a, b in zip(self.data, args)]
+
+    def reset(self) -> None:
+        """Set every sum back to 0."""
+        self.data = [0.0] * len(self.data)
+
+    def __getitem__(self, idx):
+        return self.data[idx]
+
+    def __len__(self) -> int:
+        return len(self.data)
