@@ -89,11 +89,18 @@ def verify_sha256(path, expected: str) -> Path:
     return Path(path)
 
 
+def _reason(err: Exception) -> str:
+    """The root cause of a requests error, without urllib3's retry wrapping."""
+    inner = err.args[0] if err.args else None
+    inner = getattr(inner, "reason", inner)
+    return f"{type(err).__name__}: {inner if isinstance(inner, Exception) else err}"
+
+
 def _where_to_put(remote: RemoteDataset, folder: Path) -> str:
     files = ", ".join(remote.sha256)
     return (
         f"To use {remote.title} offline, copy the files {files} into {folder} (set D2LITE_DATA to "
-        "use another cache folder). Or use the MNIST digits bundled with d2lite: set "
+        "use another cache folder).\nOr use the MNIST digits bundled with d2lite: set "
         "D2LITE_DATASET=mnist5k, or call d2lite.load_data('mnist5k', batch_size)."
     )
 
@@ -115,26 +122,32 @@ def fetch(remote: RemoteDataset, root=None, base_url: str | None = None, progres
     base = base_url or os.environ.get(remote.url_env) or remote.base_url
     base = base if base.endswith("/") else base + "/"
     downloader = pooch.HTTPDownloader(progressbar=progressbar, timeout=30)
-    paths = {}
+    paths, needed = {}, {}
     for fname, digest in remote.sha256.items():
         target = folder / fname
-        if target.exists() and sha256_of(target) == digest:
+        if not target.exists():
+            needed[fname] = "missing"
+        elif sha256_of(target) != digest:
+            needed[fname] = "cached with the wrong SHA-256, so not used"
+        else:
             paths[fname] = target
-            continue
-        stale = " (the cached copy has the wrong SHA-256 and is not used)" if target.exists() else ""
+    for fname in list(needed):
         try:
-            pooch.retrieve(base + fname, known_hash=f"sha256:{digest}", fname=fname, path=folder,
-                           downloader=downloader)
+            pooch.retrieve(base + fname, known_hash=f"sha256:{remote.sha256[fname]}", fname=fname,
+                           path=folder, downloader=downloader)
         except ValueError as err:  # pooch: hash mismatch; the temporary file is already deleted
             raise ChecksumError(
                 f"Downloaded {base + fname} but its SHA-256 does not match the published one, so it "
-                f"was not cached{stale}. The server sent a different or damaged file ({err}). "
+                f"was not cached. The server sent a different or damaged file ({err}). "
                 + _where_to_put(remote, folder)
             ) from None
         except (requests.RequestException, OSError) as err:
+            status = "; ".join(f"{why}: {', '.join(n for n in needed if needed[n] == why)}"
+                               for why in dict.fromkeys(needed.values()))
             raise DatasetUnavailableError(
-                f"{remote.title} file {fname} is not in the cache{stale} and could not be downloaded "
-                f"from {base + fname} ({type(err).__name__}: {err}). " + _where_to_put(remote, folder)
+                f"{remote.title} is not complete in the cache folder {folder} ({status}), and "
+                f"downloading {base + fname} failed: {_reason(err)}.\n" + _where_to_put(remote, folder)
             ) from None
-        paths[fname] = verify_sha256(target, digest)
-    return paths
+        paths[fname] = verify_sha256(folder / fname, remote.sha256[fname])
+        del needed[fname]
+    return {fname: paths[fname] for fname in remote.sha256}

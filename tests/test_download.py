@@ -1,0 +1,198 @@
+"""d2lite.download, for real: a small HTTP server on 127.0.0.1 serves IDX files written here.
+
+Nothing is mocked: pooch downloads over a socket from a server that can serve a file whole,
+cut the connection mid-body, or not be there at all.
+"""
+import gzip
+import hashlib
+import http.server
+import socket
+import struct
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import d2lite
+from d2lite import FASHION_MNIST, ChecksumError, DatasetUnavailableError, RemoteDataset, fetch
+
+FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+         "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
+
+
+def idx_gz(array: np.ndarray) -> bytes:
+    header = bytes([0, 0, 0x08, array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape)
+    return gzip.compress(header + array.tobytes(), mtime=0)
+
+
+def small_dataset(n_train=30, n_test=10) -> dict[str, bytes]:
+    """Four Fashion-MNIST-shaped IDX files with random pixels and labels."""
+    rng = np.random.default_rng(0)
+    files = {}
+    for prefix, n in (("train", n_train), ("t10k", n_test)):
+        files[f"{prefix}-images-idx3-ubyte.gz"] = idx_gz(rng.integers(0, 256, (n, 28, 28), dtype=np.uint8))
+        files[f"{prefix}-labels-idx1-ubyte.gz"] = idx_gz(rng.integers(0, 10, (n,), dtype=np.uint8))
+    return files
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class FileServer:
+    """Serves ``files`` at http://127.0.0.1:<port>/<name>; ``cut`` names are sent half and the
+    connection closed (with a Content-Length announcing the whole file, or, for names in
+    ``cut_without_length``, with no length so the cut looks like a normal end of body)."""
+
+    def __init__(self, files: dict[str, bytes]):
+        self.files, self.cut, self.cut_without_length, self.requests = dict(files), set(), set(), []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                name = self.path.lstrip("/")
+                server.requests.append(name)
+                if name not in server.files:
+                    self.send_error(404)
+                    return
+                body = server.files[name]
+                self.send_response(200)
+                if name not in server.cut_without_length:
+                    self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if name in server.cut or name in server.cut_without_length:
+                    self.wfile.write(body[: len(body) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def files():
+    return small_dataset()
+
+
+@pytest.fixture
+def server(files, monkeypatch):
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # never route the local server through a proxy
+    s = FileServer(files)
+    yield s
+    s.stop()
+
+
+def remote_for(files, **changes) -> RemoteDataset:
+    digests = {name: sha256(data) for name, data in files.items()}
+    digests.update(changes)
+    return RemoteDataset(name="tiny", title="Tiny-MNIST", base_url="http://127.0.0.1:9/",
+                         url_env="D2LITE_TEST_UNUSED_URL", sha256=digests)
+
+
+def closed_port_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/"  # nothing listens there once the socket is closed
+
+
+def test_good_files_are_downloaded_verified_cached_and_not_downloaded_again(tmp_path, server, files):
+    remote = remote_for(files)
+    paths = fetch(remote, root=tmp_path, base_url=server.url)
+    assert sorted(server.requests) == sorted(FILES)
+    for name, data in files.items():
+        assert paths[name] == tmp_path / "tiny" / name and paths[name].read_bytes() == data
+    assert sorted(p.name for p in (tmp_path / "tiny").iterdir()) == sorted(FILES)  # no temporary leftovers
+    server.stop()  # the cache now suffices, offline too
+    again = fetch(remote, root=tmp_path, base_url=closed_port_url())
+    assert again == paths and len(server.requests) == 4
+
+
+def test_a_download_with_the_wrong_checksum_is_rejected_and_not_cached(tmp_path, server, files):
+    remote = remote_for(files, **{"t10k-images-idx3-ubyte.gz": "0" * 64})
+    with pytest.raises(ChecksumError, match=r"t10k-images-idx3-ubyte.gz but its SHA-256 does not match.*not cached"):
+        fetch(remote, root=tmp_path, base_url=server.url)
+    assert "t10k-images-idx3-ubyte.gz" not in [p.name for p in (tmp_path / "tiny").iterdir()]
+    assert sorted(p.name for p in (tmp_path / "tiny").iterdir()) == ["train-images-idx3-ubyte.gz",
+                                                                    "train-labels-idx1-ubyte.gz"]
+
+
+def test_an_interrupted_download_is_not_cached(tmp_path, server, files):
+    server.cut.add("train-images-idx3-ubyte.gz")
+    with pytest.raises(DatasetUnavailableError, match="downloading http://127.0.0.1:[0-9]+/train-images-idx3-ubyte.gz failed"):
+        fetch(remote_for(files), root=tmp_path, base_url=server.url)
+    assert list((tmp_path / "tiny").iterdir()) == []
+
+
+def test_a_cut_download_that_looks_complete_is_caught_by_the_checksum(tmp_path, server, files):
+    server.cut_without_length.add("train-labels-idx1-ubyte.gz")
+    with pytest.raises(ChecksumError, match="train-labels-idx1-ubyte.gz"):
+        fetch(remote_for(files), root=tmp_path, base_url=server.url)
+    assert [p.name for p in (tmp_path / "tiny").iterdir()] == ["train-images-idx3-ubyte.gz"]
+
+
+def test_offline_without_a_cache_gives_one_clear_error_saying_where_to_put_the_files(tmp_path):
+    with pytest.raises(DatasetUnavailableError) as caught:
+        fetch(FASHION_MNIST, root=tmp_path, base_url=closed_port_url(), progressbar=False)
+    message = str(caught.value)
+    assert str(tmp_path / "fashion_mnist") in message
+    assert all(name in message for name in FILES)
+    assert "D2LITE_DATASET=mnist5k" in message and "D2LITE_DATA" in message
+    assert caught.value.__suppress_context__  # one error, not a chain of library tracebacks
+    assert not (tmp_path / "fashion_mnist").exists() or not any((tmp_path / "fashion_mnist").iterdir())
+
+
+def test_a_corrupt_cached_file_is_not_used(tmp_path, server, files):
+    remote = remote_for(files)
+    cached = fetch(remote, root=tmp_path, base_url=server.url)["t10k-labels-idx1-ubyte.gz"]
+    corrupt = bytearray(cached.read_bytes())
+    corrupt[-1] ^= 0xFF
+    cached.write_bytes(bytes(corrupt))
+    # Offline: the corrupt copy is refused, and the error says which file and why.
+    with pytest.raises(DatasetUnavailableError,
+                       match="cached with the wrong SHA-256, so not used: t10k-labels-idx1-ubyte.gz"):
+        fetch(remote, root=tmp_path, base_url=closed_port_url(), progressbar=False)
+    # Online: only that file is downloaded again, and verified.
+    paths = fetch(remote, root=tmp_path, base_url=server.url)
+    assert server.requests[4:] == ["t10k-labels-idx1-ubyte.gz"]
+    assert paths["t10k-labels-idx1-ubyte.gz"].read_bytes() == files["t10k-labels-idx1-ubyte.gz"]
+
+
+def test_load_data_fashion_mnist_downloads_into_d2lite_data_from_the_url_in_the_environment(
+        tmp_path, server, files, monkeypatch, capsys):
+    for name, data in files.items():  # our small files stand in for the published ones
+        monkeypatch.setitem(FASHION_MNIST.sha256, name, sha256(data))
+    monkeypatch.setenv("D2LITE_DATA", str(tmp_path))
+    monkeypatch.setenv("D2LITE_FASHION_MNIST_URL", server.url.rstrip("/"))
+    monkeypatch.delenv("D2LITE_DATASET", raising=False)
+    train_iter, test_iter = d2lite.load_data_fashion_mnist(8, resize=14)
+    line = capsys.readouterr().out
+    assert line.count("\n") == 1 and "Fashion-MNIST" in line and str(tmp_path / "fashion_mnist") in line
+    X, y = next(iter(test_iter))
+    assert X.shape == (8, 1, 14, 14) and X.dtype == torch.float32 and y.dtype == torch.int64
+    assert len(train_iter.dataset) == 30 and len(test_iter) == 2
+    assert sorted(p.name for p in (tmp_path / "fashion_mnist").iterdir()) == sorted(FILES)
+
+
+def test_the_published_fashion_mnist_digests_are_complete():
+    assert sorted(FASHION_MNIST.sha256) == sorted(FILES)
+    assert all(len(d) == 64 and int(d, 16) >= 0 for d in FASHION_MNIST.sha256.values())
+
+
+def test_cache_dir_follows_d2lite_data(monkeypatch, tmp_path):
+    monkeypatch.setenv("D2LITE_DATA", str(tmp_path / "x"))
+    assert d2lite.cache_dir() == tmp_path / "x"
+    monkeypatch.delenv("D2LITE_DATA")
+    assert d2lite.cache_dir().parts[-2:] == (".cache", "d2lite")
