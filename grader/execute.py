@@ -1,0 +1,261 @@
+"""The grading engine: run a trusted reference, grade a submission, validate a notebook.
+
+    refs = run_reference(source, workdir=tmp / "ref")
+    refs.save(path); refs = References.load(path)
+    result = grade(source, submission, refs, workdir=tmp / "alice")
+    result.tests["dist_test"].status, result.score, result.notebook
+
+The graded notebook is the trusted source with the student's answer cells merged in
+(:mod:`grader.merge`). It runs in a sandboxed kernel (:mod:`grader.sandbox`, :mod:`grader.kernel`);
+each graded test cell reports values with ``grader.record.record``, and :mod:`grader.verdicts`
+compares them with what the same cell recorded in the reference run, here in the grader.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from .kernel import CellRun, Kernel
+from .merge import Merged, Role, is_test, merge, nbgrader_meta, read_submission
+from .sandbox import Limits, SandboxUnavailable, sandbox_status
+from .verdicts import check_records, collect
+
+__all__ = ["Limits", "TestResult", "NotebookResult", "References", "ReferenceRunError",
+           "SandboxUnavailable", "sandbox_status", "run_reference", "grade", "validate"]
+
+STATUSES = ("passed", "failed", "error", "timeout", "crashed", "not run", "missing")
+
+
+class ReferenceRunError(RuntimeError):
+    """The instructor's solution did not pass its own tests (or recorded nothing)."""
+
+
+@dataclass
+class TestResult:
+    grade_id: str
+    max_points: float
+    points: float
+    status: str  # one of STATUSES
+    reason: str  # one sentence for instructor and student; never shows hidden test source
+
+
+@dataclass
+class NotebookResult:
+    tests: dict[str, TestResult]  # by grade_id, in notebook order
+    notebook: nbformat.NotebookNode  # executed merged notebook, record outputs removed
+    problems: list[str]  # what needs the instructor's attention
+
+    @property
+    def score(self) -> float:
+        return sum(t.points for t in self.tests.values())
+
+    @property
+    def max_score(self) -> float:
+        return sum(t.max_points for t in self.tests.values())
+
+
+class References:
+    """What each graded test cell of the solution recorded: grade_id -> key -> value+tolerance."""
+
+    def __init__(self, cells: dict[str, dict[str, dict]], source_sha256: str = ""):
+        self.cells, self.source_sha256 = cells, source_sha256
+
+    def save(self, path: Path) -> None:
+        data = {"format": 1, "source_sha256": self.source_sha256, "cells": self.cells}
+        Path(path).write_text(json.dumps(data), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Path) -> "References":
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if data.get("format") != 1 or not isinstance(data.get("cells"), dict):
+            raise ValueError(f"{path} is not a course-grader references file; run the "
+                             "reference again")
+        return cls(data["cells"], data.get("source_sha256", ""))
+
+
+def _points(cell) -> float:
+    try:
+        return float(nbgrader_meta(cell).get("points", 0) or 0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _require_sandbox(unsafe: bool) -> bool:
+    """True when kernels run sandboxed; raises when they cannot and unsafe was not asked for."""
+    if unsafe:
+        return False
+    ok, why = sandbox_status()
+    if not ok:
+        raise SandboxUnavailable(f"cannot isolate student code: {why}. To grade without "
+                                 "isolation anyway (only for code you trust), pass --unsafe.")
+    return True
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _execute(nb, roles: list[Role], workdir: Path, limits: Limits, *, sandboxed: bool,
+             record: bool) -> tuple[dict[int, CellRun], list[str]]:
+    """Run every code cell of ``nb`` in order in one kernel; outputs go into ``nb``."""
+    runs: dict[int, CellRun] = {}
+    problems: list[str] = []
+    count = 0
+    try:
+        kernel = Kernel(Path(workdir).resolve(), limits, sandboxed=sandboxed, record=record)
+        kernel.__enter__()
+    except (RuntimeError, OSError) as exc:
+        problems.append(f"the kernel could not start: {exc}")
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type == "code":
+                runs[i] = CellRun("not run", error=f"the kernel could not start ({exc})")
+        return runs, problems
+    try:
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            run = kernel.run(cell.source)
+            runs[i] = run
+            if run.status != "not run":
+                count += 1
+                cell.execution_count = count
+            cell.outputs = run.outputs
+            label = roles[i].grade_id or f"cell {i + 1}"
+            if run.status == "timeout":
+                problems.append(f"{label} timed out after {limits.cell_timeout_s:g} s")
+            elif run.status == "crashed":
+                problems.append(f"{label}: {run.error}; later cells were not run")
+            if run.truncated:
+                problems.append(f"{label} printed more than {limits.max_output_bytes} bytes; "
+                                "its output was cut")
+            if run.records and roles[i].kind in ("answer", "added"):
+                problems.append(f"{label} (a student cell) emitted grading records; they were "
+                                "ignored")
+    finally:
+        kernel.__exit__(None, None, None)
+    return runs, problems
+
+
+def run_reference(source: Path, *, workdir: Path, limits: Limits = Limits(),
+                  unsafe: bool = False) -> References:
+    """Execute the instructor's source notebook and keep what each graded test cell recorded."""
+    sandboxed = _require_sandbox(unsafe)
+    nb = nbformat.read(str(source), as_version=4)
+    roles = [Role("test" if is_test(c) else "trusted", nbgrader_meta(c).get("grade_id", ""))
+             for c in nb.cells]
+    runs, problems = _execute(nb, roles, workdir, limits, sandboxed=sandboxed, record=True)
+    cells: dict[str, dict[str, dict]] = {}
+    for i, role in enumerate(roles):
+        if role.kind != "test":
+            continue
+        run = runs.get(i) or CellRun("not run")
+        where = f"{Path(source).name}: graded test cell {role.grade_id!r}"
+        if run.status != "ok":
+            raise ReferenceRunError(f"{where} did not pass with the solution ({run.status}: "
+                                    f"{run.error or 'see the notebook'}); fix the notebook")
+        by_key, bad = collect([p for p, _ in run.records])
+        if bad or not by_key:
+            raise ReferenceRunError(f"{where} recorded no values; every graded test must call "
+                                    "grader.record.record(key, value) on its hidden inputs")
+        twice = [k for k, v in by_key.items() if len(v) > 1]
+        if twice:
+            raise ReferenceRunError(f"{where} recorded {twice[0]!r} more than once; use "
+                                    "distinct keys")
+        cells[role.grade_id] = {k: {"value": v[0]["value"], "rtol": float(v[0].get("rtol", 0)),
+                                    "atol": float(v[0].get("atol", 0))}
+                                for k, v in by_key.items()}
+    return References(cells, _sha256(source))
+
+
+def grade(source: Path, submission: Path | None, references: References, *, workdir: Path,
+          limits: Limits = Limits(), unsafe: bool = False) -> NotebookResult:
+    """Grade ``submission`` against the trusted ``source``; never raises for a bad submission."""
+    sandboxed = _require_sandbox(unsafe)
+    trusted = nbformat.read(str(source), as_version=4)
+    problems: list[str] = []
+    if references.source_sha256 and references.source_sha256 != _sha256(source):
+        problems.append("the source notebook changed after the reference run; run it again")
+    cells, why = read_submission(submission)
+    merged: Merged = merge(trusted, cells)
+    problems += merged.problems if cells is not None else []
+    tests = {}
+    if cells is None:
+        problems.insert(0, why)
+        for i, role in enumerate(merged.roles):
+            if role.kind == "test":
+                cell = merged.notebook.cells[i]
+                tests[role.grade_id] = TestResult(role.grade_id, _points(cell), 0.0, "missing",
+                                                  why[0].upper() + why[1:] + ".")
+        return NotebookResult(tests, merged.notebook, problems)
+    runs, run_problems = _execute(merged.notebook, merged.roles, workdir, limits,
+                                  sandboxed=sandboxed, record=True)
+    problems += run_problems
+    for i, role in enumerate(merged.roles):
+        if role.kind == "test":
+            cell = merged.notebook.cells[i]
+            tests[role.grade_id] = _verdict(role.grade_id, _points(cell), runs.get(i),
+                                            references.cells.get(role.grade_id), problems)
+    return NotebookResult(tests, merged.notebook, problems)
+
+
+def _verdict(gid: str, points: float, run: CellRun | None, expected: dict | None,
+             problems: list[str]) -> TestResult:
+    def result(status: str, reason: str) -> TestResult:
+        return TestResult(gid, points, points if status == "passed" else 0.0, status, reason)
+
+    run = run or CellRun("not run")
+    if expected is None:
+        problems.append(f"no reference values for {gid!r}; run the reference again")
+        return result("error", "This test could not be graded (no reference values).")
+    if run.status == "timeout":
+        return result("timeout", "The test did not finish within the time limit.")
+    if run.status == "crashed":
+        return result("crashed", f"The test could not finish: {run.error}.")
+    if run.status == "not run":
+        return result("not run", f"The test did not run: {run.error or 'the kernel had stopped'}.")
+    if run.status == "error":
+        return result("error", f"The test raised {_first_line(run.error)}.")
+    ok, why = check_records(expected, [p for p, _ in run.records])
+    if not ok:
+        return result("failed", f"Wrong result: {why}.")
+    return result("passed", "All checks passed.")
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = (text or "an error").strip().splitlines()[0] if (text or "").strip() else "an error"
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def validate(notebook: Path, *, workdir: Path, limits: Limits = Limits()) -> list[TestResult]:
+    """The student self-check: run ``notebook`` as it is; a test passes iff its cell ran cleanly.
+
+    Runs without the sandbox (it is the student's own code on the student's machine). Raises
+    ValueError when the notebook cannot be read.
+    """
+    cells, why = read_submission(notebook)
+    if cells is None:
+        raise ValueError(f"cannot validate: {why}")
+    try:
+        nb = nbformat.read(str(notebook), as_version=4)
+    except Exception as exc:  # noqa: BLE001 - any damage: say so, in one sentence
+        raise ValueError(f"cannot validate: the notebook could not be parsed ({exc})") from None
+    roles = [Role("test" if is_test(c) else "trusted", nbgrader_meta(c).get("grade_id", ""))
+             for c in nb.cells]
+    runs, _ = _execute(nb, roles, workdir, limits, sandboxed=False, record=False)
+    results = []
+    for i, role in enumerate(roles):
+        if role.kind != "test":
+            continue
+        run, pts = runs.get(i) or CellRun("not run"), _points(nb.cells[i])
+        status = {"ok": "passed"}.get(run.status, run.status)
+        reason = {"passed": "The visible checks passed.",
+                  "error": f"The test raised {_first_line(run.error)}.",
+                  "timeout": "The test did not finish within the time limit."}.get(
+            status, f"The test did not run: {run.error or 'the kernel had stopped'}.")
+        results.append(TestResult(role.grade_id, pts, pts if status == "passed" else 0.0,
+                                  status, reason))
+    return results

@@ -1,0 +1,232 @@
+"""Run notebook cells in one (possibly sandboxed) Jupyter kernel, cell by cell, with limits.
+
+The grader talks to the kernel over ZMQ ``ipc`` sockets in a private folder, so a sandboxed
+kernel needs no network. Each cell gets a wall-clock deadline; on a timeout the kernel is
+interrupted and, if it does not answer, killed. Outputs are capped by bytes. Record outputs
+(``grader.record``) are taken out of the cell's outputs and returned separately, unparsed:
+deciding what they mean is the job of :mod:`grader.verdicts`.
+"""
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from jupyter_client import KernelManager
+
+from .record import MIME_TYPE
+from .sandbox import Limits, hand_over, kernel_command, kernel_env
+
+__all__ = ["CellRun", "Kernel"]
+
+INTERRUPT_GRACE_S = 5.0
+MAX_RECORD_BYTES = 64 * 1024 * 1024  # per cell, all record payloads together
+STARTUP_TIMEOUT_S = 120.0
+
+
+@dataclass
+class CellRun:
+    """What happened when one cell ran."""
+
+    status: str  # "ok" | "error" | "timeout" | "crashed" | "not run"
+    outputs: list = field(default_factory=list)
+    records: list = field(default_factory=list)  # raw record payloads, in arrival order
+    error: str = ""  # "Name: message" of the exception, when status == "error"
+    truncated: bool = False
+
+
+class _SandboxedKernelManager(KernelManager):
+    """A KernelManager whose kernel command line is ours (bwrap + setpriv + prlimit + python)."""
+
+    wrap = None  # set per instance: callable(argv) -> argv
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        argv = [sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file,
+                "--HistoryManager.enabled=False"]
+        return self.wrap(argv + list(extra_arguments or []))
+
+
+class Kernel:
+    """One kernel process; use as a context manager. ``run(source)`` executes one cell."""
+
+    def __init__(self, workdir: Path, limits: Limits, *, sandboxed: bool, record: bool = True):
+        self.workdir, self.limits, self.sandboxed, self.record = workdir, limits, sandboxed, record
+        self.km = self.kc = None
+        self.dead_reason = ""
+
+    def __enter__(self) -> "Kernel":
+        self._sockdir = tempfile.TemporaryDirectory(prefix="course-grader-ipc-")
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+        self._sockdir.cleanup()
+
+    # -- life cycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        sockdir = Path(self._sockdir.name)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        if not self.sandboxed:
+            (self.workdir / ".tmp").mkdir(exist_ok=True)
+        km = _SandboxedKernelManager(transport="ipc", ip=str(sockdir / "k"),
+                                     connection_file=str(sockdir / "kernel.json"))
+        kernel_vars = kernel_env(self.workdir, sandboxed=self.sandboxed)
+        if self.record:
+            kernel_vars["COURSE_GRADER_RECORD"] = "1"
+        km.wrap = lambda argv: kernel_command(argv, workdir=self.workdir, sockdir=sockdir,
+                                              limits=self.limits, unsafe=not self.sandboxed,
+                                              env=kernel_vars)
+        km.write_connection_file()
+        if self.sandboxed:  # bwrap --clearenv: the variables travel as --setenv arguments
+            hand_over(sockdir)
+            hand_over(self.workdir)
+        launch_env = {"PATH": "/usr/bin:/bin"} if self.sandboxed else kernel_vars
+        km.start_kernel(env=launch_env, cwd=str(self.workdir), stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        kc = km.client()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=STARTUP_TIMEOUT_S)
+        except RuntimeError as exc:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+            raise RuntimeError(f"the kernel did not start: {exc}") from None
+        self.km, self.kc, self.dead_reason = km, kc, ""
+
+    def stop(self) -> None:
+        if self.kc is not None:
+            self.kc.stop_channels()
+        if self.km is not None:
+            try:
+                self.km.shutdown_kernel(now=True)
+            except Exception:  # noqa: BLE001 - a dead kernel may fail to shut down; it is gone
+                pass
+        self.km = self.kc = None
+
+    def alive(self) -> bool:
+        return self.km is not None and self.km.is_alive()
+
+    def _death(self) -> str:
+        code = self.km.provisioner.process.poll() if self.km and self.km.provisioner else None
+        if code is None:
+            return "the kernel stopped responding"
+        if code < 0 or code > 128:
+            sig = -code if code < 0 else code - 128
+            names = {9: "killed (SIGKILL: out of memory or a resource limit)", 11:
+                     "crashed (segmentation fault)", 24: "killed at its CPU-time limit",
+                     6: "aborted"}
+            return "the kernel " + names.get(sig, f"was killed by signal {sig}")
+        return f"the kernel exited (exit status {code})"
+
+    # -- running cells ------------------------------------------------------------------------
+    def run(self, source: str) -> CellRun:
+        """Execute ``source``; never raises for anything the cell does."""
+        if not self.alive():
+            return CellRun("not run", error=self.dead_reason or "the kernel is not running")
+        msg_id = self.kc.execute(source, store_history=True, allow_stdin=False,
+                                 stop_on_error=False)
+        run, sink = CellRun("ok"), _OutputSink(self.limits.max_output_bytes)
+        deadline = time.monotonic() + self.limits.cell_timeout_s
+        reply = idle = False
+        interrupted_at = None
+        while not (reply and idle):
+            now = time.monotonic()
+            if interrupted_at is None and now > deadline:
+                run.status, interrupted_at = "timeout", now
+                self._interrupt()
+            if interrupted_at is not None and now > interrupted_at + INTERRUPT_GRACE_S:
+                self.dead_reason = "the kernel was killed after a cell ignored the interrupt"
+                self.stop()
+                break
+            got = False
+            try:
+                msg = self.kc.get_iopub_msg(timeout=0.05)
+                got = True
+                if msg["parent_header"].get("msg_id") == msg_id:
+                    idle |= self._handle(msg, run, sink)
+            except queue.Empty:
+                pass
+            try:
+                shell = self.kc.get_shell_msg(timeout=0 if got else 0.05)
+                if shell["parent_header"].get("msg_id") == msg_id:
+                    reply = True
+                    if shell["content"].get("status") == "error" and run.status == "ok":
+                        run.status = "error"
+            except queue.Empty:
+                if not got and not self.km.is_alive():
+                    self.dead_reason = self._death()
+                    run.status = "crashed"
+                    break
+        run.outputs, run.truncated = sink.outputs, sink.truncated
+        if run.status == "crashed":
+            run.error = self.dead_reason
+        return run
+
+    def _interrupt(self) -> None:
+        msg = self.kc.session.msg("interrupt_request", content={})
+        self.kc.control_channel.send(msg)
+
+    def _handle(self, msg: dict, run: CellRun, sink: "_OutputSink") -> bool:
+        kind, content = msg["header"]["msg_type"], msg["content"]
+        if kind == "status":
+            return content.get("execution_state") == "idle"
+        if kind in ("display_data", "execute_result") and MIME_TYPE in content.get("data", {}):
+            size = len(json.dumps(content["data"][MIME_TYPE]))
+            if sum(r[1] for r in run.records) + size <= MAX_RECORD_BYTES:
+                run.records.append((content["data"][MIME_TYPE], size))
+            else:
+                run.records.append((None, 0))  # too big: counts as recorded, cannot match
+            return False
+        if kind == "error":
+            if run.status == "ok":
+                run.status = "error"
+            run.error = f"{content.get('ename', 'Error')}: {content.get('evalue', '')}"
+        if kind == "clear_output":
+            sink.clear()
+        elif kind in ("stream", "display_data", "execute_result", "error"):
+            sink.add(msg)
+        return False
+
+
+class _OutputSink:
+    """Cell outputs, capped at ``cap`` bytes of JSON in all."""
+
+    def __init__(self, cap: int):
+        self.cap, self.used, self.outputs, self.truncated = cap, 0, [], False
+
+    def clear(self) -> None:
+        self.outputs, self.used = [], 0
+
+    def add(self, msg: dict) -> None:
+        if self.truncated:
+            return
+        out = nbformat.v4.output_from_msg(msg)
+        size = len(json.dumps(out))
+        if self.used + size > self.cap:
+            if out.get("output_type") == "stream" and self.used < self.cap:
+                keep = max(0, self.cap - self.used - 200)
+                out["text"] = out["text"][:keep]
+                self._append(out)
+            self.truncated = True
+            self.outputs.append(nbformat.v4.new_output(
+                "stream", name="stderr",
+                text=f"\n[course-grader: output truncated at {self.cap} bytes]\n"))
+            return
+        self.used += size
+        self._append(out)
+
+    def _append(self, out) -> None:
+        last = self.outputs[-1] if self.outputs else None
+        if (out.get("output_type") == "stream" and last is not None
+                and last.get("output_type") == "stream" and last.get("name") == out.get("name")):
+            last["text"] += out["text"]
+        else:
+            self.outputs.append(out)
+

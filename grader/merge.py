@@ -1,0 +1,228 @@
+"""Build the notebook that gets graded: the trusted source with the student's answers merged in.
+
+Everything except the answer cells comes from the instructor's source notebook: markdown, locked
+cells and every graded test cell (with its hidden tests). Only solution cells (``nbgrader.solution``)
+are taken from the submission, matched by ``grade_id``. When a submission lost its metadata or
+reshuffled its cells, answers are found by position between cells that did not change (locked
+markdown and the visible part of test cells); code cells a student added are kept after the
+answer they follow. A submission that cannot be read at all yields ``None`` and a reason.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+__all__ = ["Role", "Merged", "read_submission", "merge", "stub", "nbgrader_meta"]
+
+MAX_SUBMISSION_BYTES = 64 * 1024 * 1024
+HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?",
+                    re.S | re.M)
+SOLUTION = re.compile(r"^([ \t]*)### BEGIN SOLUTION.*?^[ \t]*### END SOLUTION[^\n]*",
+                      re.S | re.M)
+
+
+@dataclass(frozen=True)
+class Role:
+    kind: str  # "test" (graded, trusted) | "answer" (student's) | "added" (student's) | "trusted"
+    grade_id: str = ""
+
+
+@dataclass
+class Merged:
+    notebook: nbformat.NotebookNode
+    roles: list[Role]  # one per cell of ``notebook``
+    problems: list[str]
+
+
+def nbgrader_meta(cell) -> dict:
+    meta = cell.get("metadata") if isinstance(cell, dict) else None
+    nbg = meta.get("nbgrader") if isinstance(meta, dict) else None
+    return nbg if isinstance(nbg, dict) else {}
+
+
+def is_answer(cell) -> bool:
+    m = nbgrader_meta(cell)
+    return bool(m.get("solution")) and not m.get("grade")
+
+
+def is_test(cell) -> bool:
+    m = nbgrader_meta(cell)
+    return bool(m.get("grade")) and not m.get("solution") and cell.get("cell_type") == "code"
+
+
+def stub(source: str) -> str:
+    """The released version of a solution cell: each solution region becomes a raise."""
+    return SOLUTION.sub(lambda m: f"{m.group(1)}raise NotImplementedError()", source)
+
+
+def _release_text(cell) -> str:
+    """What a locked/test cell looks like in the student's copy (hidden tests removed)."""
+    return _norm(HIDDEN.sub("", cell.source))
+
+
+def _norm(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
+@dataclass
+class _Cell:
+    cell_type: str
+    source: str
+    grade_id: str
+
+
+def read_submission(path: Path | None) -> tuple[list[_Cell] | None, str]:
+    """The submission's cells, leniently (any nbformat, missing fields), or (None, why not)."""
+    if path is None:
+        return None, "no notebook was submitted"
+    try:
+        path = Path(path)
+        if not path.is_file():
+            return None, f"the submitted notebook {path.name!r} does not exist"
+        if path.stat().st_size > MAX_SUBMISSION_BYTES:
+            return None, f"the submitted notebook is larger than {MAX_SUBMISSION_BYTES >> 20} MB"
+        data = json.loads(path.read_bytes().decode("utf-8", errors="replace"))
+    except json.JSONDecodeError as exc:
+        return None, (f"the submitted notebook is not valid JSON (line {exc.lineno}, column "
+                      f"{exc.colno}): it was damaged, e.g. edited in a text editor")
+    except (OSError, ValueError) as exc:
+        return None, f"the submitted notebook could not be read ({type(exc).__name__})"
+    raw = None
+    if isinstance(data, dict):
+        raw = data.get("cells")
+        sheets = data.get("worksheets")
+        if raw is None and isinstance(sheets, list) and sheets and isinstance(sheets[0], dict):
+            raw = sheets[0].get("cells")  # nbformat 3
+    if not isinstance(raw, list):
+        return None, "the submitted file is JSON but not a Jupyter notebook (it has no cells)"
+    cells = []
+    for item in raw:
+        if not isinstance(item, dict):
+            continue
+        text = item.get("source", item.get("input", ""))
+        if isinstance(text, list):
+            text = "".join(t for t in text if isinstance(t, str))
+        if not isinstance(text, str):
+            text = ""
+        kind = item.get("cell_type") if isinstance(item.get("cell_type"), str) else "code"
+        gid = nbgrader_meta(item).get("grade_id")
+        cells.append(_Cell(kind, text, gid if isinstance(gid, str) else ""))
+    return cells, ""
+
+
+def merge(source: nbformat.NotebookNode, cells: list[_Cell] | None) -> Merged:
+    """The trusted ``source`` with answers from ``cells`` (None: every answer is the stub)."""
+    problems: list[str] = []
+    cells = cells or []
+    src = source.cells
+    answers: dict[int, list[int]] = {}  # source index -> student indices
+    anchor: dict[int, int] = {}  # source index of a trusted cell -> student index
+    used: set[int] = set()
+    by_gid: dict[str, list[int]] = {}
+    for j, c in enumerate(cells):
+        if c.grade_id:
+            by_gid.setdefault(c.grade_id, []).append(j)
+    texts: dict[str, list[int]] = {}
+    for j, c in enumerate(cells):
+        texts.setdefault(_norm(c.source), []).append(j)
+    for i, cell in enumerate(src):
+        gid = nbgrader_meta(cell).get("grade_id", "")
+        found = by_gid.get(gid, []) if gid else []
+        if is_answer(cell):
+            if found:
+                answers[i] = found
+                used.update(found)
+                if len(found) > 1:
+                    problems.append(f"answer cell {gid!r} appears {len(found)} times; "
+                                    "all copies were run in order")
+            continue
+        if found:
+            anchor[i] = found[0]
+        elif cell.source.strip():
+            same = [j for j in texts.get(_release_text(cell), []) if j not in used]
+            if same:
+                anchor[i] = same[0]
+        if i in anchor:
+            used.add(anchor[i])
+    _by_position(src, cells, answers, anchor, used, problems)
+    return _assemble(source, cells, answers, anchor, used, problems)
+
+
+def _by_position(src, cells, answers, anchor, used, problems) -> None:
+    """Find answers that lost their grade_id between the trusted cells around them."""
+    missing = [i for i, c in enumerate(src) if is_answer(c) and i not in answers]
+    known = sorted(list(anchor.items()) + [(i, js[0]) for i, js in answers.items()])
+    found: set[int] = set()
+    for i in missing:
+        prev = max((k for k in known if k[0] < i), default=(-1, -1))
+        nxt = min((k for k in known if k[0] > i), default=(len(src), len(cells)))
+        gap = [s for s in missing if prev[0] < s < nxt[0]]
+        loose = [j for j in range(prev[1] + 1, nxt[1]) if j not in used
+                 and cells[j].cell_type == src[i].cell_type and cells[j].source.strip()]
+        gid = nbgrader_meta(src[i]).get("grade_id", "?")
+        if gap == [i] and loose:
+            answers[i] = loose
+        elif len(gap) > 1 and len(loose) == len(gap):
+            answers[i] = [loose[gap.index(i)]]
+        else:
+            continue
+        used.update(answers[i])
+        found.add(i)
+        problems.append(f"answer cell {gid!r} had lost its nbgrader metadata; it was "
+                        "found by its position")
+    for i in missing:
+        if i not in found:
+            gid = nbgrader_meta(src[i]).get("grade_id", "?")
+            problems.append(f"answer cell {gid!r} was not found in the submission; it was "
+                            "graded as left unanswered")
+
+
+def _assemble(source, cells, answers, anchor, used, problems) -> Merged:
+    nb = nbformat.v4.new_notebook(metadata=source.metadata)
+    roles: list[Role] = []
+    position = {}  # student index -> source index it stands for
+    for i, js in answers.items():
+        for j in js:
+            position[j] = i
+    for i, j in anchor.items():
+        position[j] = i
+    added: dict[int, list[int]] = {}
+    for j, c in enumerate(cells):
+        if j in used or c.cell_type != "code" or not c.source.strip():
+            continue
+        after = max((position[k] for k in position if k < j), default=-1)
+        added.setdefault(after, []).append(j)
+    if added:
+        count = sum(len(v) for v in added.values())
+        problems.append(f"{count} code cell(s) the student added were run where they stood")
+    for j in added.get(-1, []):
+        nb.cells.append(nbformat.v4.new_code_cell(cells[j].source))
+        roles.append(Role("added"))
+    for i, cell in enumerate(source.cells):
+        gid = nbgrader_meta(cell).get("grade_id", "")
+        if is_answer(cell):
+            js = answers.get(i)
+            texts = [cells[j].source for j in js] if js else [stub(cell.source)]
+            for n, text in enumerate(texts):
+                copy = nbformat.from_dict(json.loads(json.dumps(cell)))
+                copy.source = text
+                if cell.cell_type == "code":
+                    copy.outputs, copy.execution_count = [], None
+                if n:
+                    copy.metadata = {}
+                nb.cells.append(copy)
+                roles.append(Role("answer", gid))
+        else:
+            copy = nbformat.from_dict(json.loads(json.dumps(cell)))
+            if copy.cell_type == "code":
+                copy.outputs, copy.execution_count = [], None
+            nb.cells.append(copy)
+            roles.append(Role("test" if is_test(cell) else "trusted", gid))
+        for j in added.get(i, []):
+            nb.cells.append(nbformat.v4.new_code_cell(cells[j].source))
+            roles.append(Role("added"))
+    return Merged(nb, roles, problems)

@@ -1,0 +1,188 @@
+"""The sandbox: how a kernel process is launched so that student code cannot reach the grader.
+
+The kernel runs under bubblewrap (``bwrap``) in fresh mount, PID, network, IPC and UTS
+namespaces. Its file system holds only read-only system and Python directories (``/usr``,
+``/etc``, the interpreter, the virtualenv, the ``d2lite`` and ``grader`` packages), a size-capped
+``/tmp``, the submission's ``workdir`` (read-write) and the socket folder through which it talks
+to the grader (ZMQ ``ipc`` transport; there is no network at all). When the grader runs as root,
+the kernel drops to an unprivileged uid with no capabilities, so ``RLIMIT_NPROC`` and file
+permissions apply. Resource limits (address space, CPU seconds, processes, file size, no core
+dumps) are set with ``prlimit`` just before Python starts. See ``grader/THREAT_MODEL.md``.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Limits", "SandboxUnavailable", "sandbox_status", "kernel_command", "kernel_uid"]
+
+# Environment variables passed from the grader to the kernel (nothing else is: no secrets,
+# no NBGRADER_* variables, no paths to the instructor's folders).
+PASSED_ENV_PREFIXES = ("D2LITE_",)
+PASSED_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "LANG", "LC_ALL", "TZ")
+UID_BASE = 61000  # kernels run as UID_BASE + (grader pid % UID_SPAN) when the grader is root
+UID_SPAN = 3000
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one kernel. Defaults suit the course on a 2-core CPU machine."""
+
+    cell_timeout_s: float = 300.0  # wall-clock seconds per cell
+    memory_mb: int = 6144  # address space of each kernel process
+    cpu_seconds: int = 1800  # CPU seconds of each kernel process
+    max_processes: int = 512  # processes + threads of the kernel's uid
+    max_file_mb: int = 512  # largest file the kernel may write; also the size of its /tmp
+    max_output_bytes: int = 256_000  # per cell, all outputs together
+
+
+class SandboxUnavailable(RuntimeError):
+    """The machine cannot isolate a kernel; grading refuses unless asked for ``unsafe=True``."""
+
+
+def kernel_uid() -> int | None:
+    """The uid kernels run as, or None when the grader is not root (they keep its uid)."""
+    if os.geteuid() != 0:
+        return None
+    return UID_BASE + os.getpid() % UID_SPAN
+
+
+@functools.lru_cache(maxsize=1)
+def _probe() -> tuple[bool, str]:
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return False, ("bubblewrap (bwrap) is not installed; install the Debian package "
+                       "'bubblewrap' (make setup does) or grade with --unsafe")
+    probe = kernel_command([sys.executable, "-c", "import socket, os; "
+                            "socket.create_connection(('1.1.1.1', 53), timeout=1)"],
+                           workdir=None, sockdir=None, limits=Limits(), unsafe=False)
+    try:
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"bubblewrap could not start a sandbox ({exc}); grade with --unsafe"
+    if "Network is unreachable" not in done.stderr and "[Errno 101]" not in done.stderr:
+        detail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return False, (f"bubblewrap could not start an isolated Python ({detail}); user "
+                       "namespaces may be disabled on this machine; grade with --unsafe")
+    uid = kernel_uid()
+    who = f"uid {uid}" if uid is not None else f"the grader's uid {os.geteuid()}"
+    return True, f"bubblewrap sandbox: no network, private file system, kernels run as {who}"
+
+
+def sandbox_status() -> tuple[bool, str]:
+    """(isolation available?, a sentence saying how, or why not)."""
+    return _probe()
+
+
+def _rlimits(limits: Limits) -> list[str]:
+    mb = 1024 * 1024
+    return ["prlimit", f"--as={limits.memory_mb * mb}", f"--cpu={int(limits.cpu_seconds)}",
+            f"--nproc={limits.max_processes}", f"--fsize={limits.max_file_mb * mb}",
+            "--core=0", "--nofile=1024", "--"]
+
+
+def kernel_env(workdir: Path | None, *, sandboxed: bool) -> dict[str, str]:
+    """The whole environment of a kernel: a fixed minimum plus a few passed-through settings."""
+    tmp = "/tmp" if sandboxed else str(Path(workdir or "/tmp") / ".tmp")
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(workdir) if workdir else "/tmp",
+        "TMPDIR": tmp,
+        "IPYTHONDIR": f"{tmp}/ipython",
+        "MPLCONFIGDIR": f"{tmp}/matplotlib",
+        "JUPYTER_RUNTIME_DIR": f"{tmp}/jupyter",
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    }
+    for name, value in os.environ.items():
+        if name in PASSED_ENV or name.startswith(PASSED_ENV_PREFIXES):
+            env[name] = value
+    return env
+
+
+def _package_dirs() -> list[Path]:
+    dirs = []
+    for name in ("d2lite", "grader"):
+        module = sys.modules.get(name) or __import__(name)
+        dirs += [Path(p).resolve() for p in getattr(module, "__path__", [])]
+    return dirs
+
+
+def _ro_dirs() -> list[Path]:
+    """Read-only directories the kernel needs: system, interpreter, virtualenv, our packages."""
+    dirs = [Path("/usr"), Path("/etc")]
+    for root in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
+        if Path(root).exists() and not Path(root).is_symlink():
+            dirs.append(Path(root))
+    dirs += [Path(sys.base_prefix).resolve(), Path(sys.prefix), Path(sys.prefix).resolve()]
+    dirs += _package_dirs()
+    unique: list[Path] = []
+    for d in dirs:
+        if d.exists() and d not in unique and not any(d.is_relative_to(u) for u in unique):
+            unique.append(d)
+    return unique
+
+
+def _parents(paths: list[Path]) -> list[str]:
+    """bwrap arguments creating every ancestor of ``paths`` world-readable (bwrap's are 0700)."""
+    seen: list[Path] = []
+    for path in paths:
+        for parent in reversed(path.parents):
+            if parent not in (Path("/"), Path("/tmp")) and parent not in seen and parent not in paths:
+                seen.append(parent)
+    args: list[str] = []
+    for parent in seen:
+        args += ["--perms", "0755", "--dir", str(parent)]
+    return args
+
+
+def kernel_command(argv: list[str], *, workdir: Path | None, sockdir: Path | None,
+                   limits: Limits, unsafe: bool, env: dict[str, str] | None = None) -> list[str]:
+    """The command line that runs ``argv`` (a Python kernel) isolated, or just rate-limited."""
+    if unsafe:
+        return _rlimits(limits) + argv
+    ro = _ro_dirs()
+    rw = [Path(p).resolve() for p in (workdir, sockdir) if p is not None]
+    cmd = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+           "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv"]
+    uid = kernel_uid()
+    if uid is None:
+        cmd += ["--unshare-user"]
+    else:
+        cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    size = str(limits.max_file_mb * 1024 * 1024)
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", size,
+            "--tmpfs", "/tmp"]
+    cmd += _parents(ro + rw)
+    for d in ro:
+        cmd += ["--ro-bind", str(d), str(d)]
+    for root in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
+        if Path(root).is_symlink():
+            cmd += ["--symlink", os.readlink(root), root]
+    for d in rw:
+        cmd += ["--bind", str(d), str(d)]
+    cmd += ["--chdir", str(workdir or "/tmp")]
+    for name, value in (env or {}).items():
+        cmd += ["--setenv", name, value]
+    if uid is not None:
+        cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                "--inh-caps=-all", "--bounding-set=-all", "--"]
+    return cmd + _rlimits(limits) + argv
+
+
+def hand_over(path: Path) -> None:
+    """Make ``path`` (and everything in it) the kernel uid's, so the kernel may write there."""
+    uid = kernel_uid()
+    if uid is None:
+        return
+    os.chown(path, uid, uid)
+    if path.is_dir():
+        for root, dirs, files in os.walk(path):
+            for name in dirs + files:
+                os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)

@@ -1,0 +1,119 @@
+"""Decide, in the grader's own process, whether a student's recorded values match the reference.
+
+A graded test passes when its cell ran without error AND every key the trusted reference run
+recorded for that cell was recorded exactly once, with a value of exactly the same type (and for
+tensors the same dtype, shape and device type) that is equal, or within the tolerance the
+*reference* run gave. The student's kernel only supplies raw JSON; it is decoded here with
+:func:`grader.values.decode` (no pickle) and compared with the plain functions below, so no
+student object's ``__eq__`` or ``__bool__`` ever runs.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from .values import decode, tensor_device
+
+__all__ = ["Expected", "collect", "compare", "check_records"]
+
+Expected = dict  # key -> {"value": tree, "rtol": float, "atol": float}
+
+
+def collect(payloads: list) -> tuple[dict[str, list[dict]], list[str]]:
+    """Group raw record payloads by key. Returns (key -> payloads, malformed descriptions)."""
+    by_key: dict[str, list[dict]] = {}
+    bad: list[str] = []
+    for payload in payloads:
+        if (type(payload) is not dict or type(payload.get("key")) is not str
+                or "value" not in payload):
+            bad.append("a malformed record")
+            continue
+        by_key.setdefault(payload["key"], []).append(payload)
+    return by_key, bad
+
+
+def check_records(expected: dict[str, dict], payloads: list) -> tuple[bool, str]:
+    """(every expected key recorded once and matching?, the first reason it is not)."""
+    by_key, _ = collect(payloads)
+    for key, ref in expected.items():
+        got = by_key.get(key, [])
+        if not got:
+            return False, f"the test did not record {key!r} (it stopped before reaching it)"
+        if len(got) > 1:
+            return False, f"{key!r} was recorded {len(got)} times instead of once"
+        same, why = compare(got[0]["value"], ref["value"], float(ref.get("rtol", 0.0)),
+                            float(ref.get("atol", 0.0)))
+        if not same:
+            return False, f"{key!r}: {why}"
+    return True, ""
+
+
+def compare(student_tree: Any, reference_tree: Any, rtol: float, atol: float) -> tuple[bool, str]:
+    """Compare two encoded values (see grader.values). Returns (equal?, what differs)."""
+    try:
+        student = decode(student_tree)
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        return False, f"the recorded value is malformed ({exc})"
+    reference = decode(reference_tree)
+    where = tensor_device(student_tree), tensor_device(reference_tree)
+    if where[0] != where[1]:
+        return False, f"tensor on device {where[0]!r}, expected device {where[1]!r}"
+    return _same(student, reference, rtol, atol, "value")
+
+
+def _same(s: Any, r: Any, rtol: float, atol: float, path: str) -> tuple[bool, str]:
+    if type(s) is not type(r):
+        return False, f"{path} is a {type(s).__name__}, expected a {type(r).__name__}"
+    if isinstance(r, torch.Tensor):
+        return _same_tensor(s, r, rtol, atol, path)
+    if type(r) is float:
+        if math.isnan(r) or math.isnan(s):
+            ok = math.isnan(r) and math.isnan(s)
+        elif math.isinf(r) or math.isinf(s):
+            ok = s == r
+        else:
+            ok = abs(s - r) <= atol + rtol * abs(r)
+        return ok, "" if ok else f"{path} differs from the expected number"
+    if type(r) in (list, tuple):
+        if len(s) != len(r):
+            return False, f"{path} has {len(s)} items, expected {len(r)}"
+        for n, (a, b) in enumerate(zip(s, r)):
+            ok, why = _same(a, b, rtol, atol, f"{path}[{n}]")
+            if not ok:
+                return ok, why
+        return True, ""
+    if type(r) is dict:
+        if set(s) != set(r):
+            extra, lost = sorted(set(s) - set(r)), sorted(set(r) - set(s))
+            return False, f"{path} has keys {extra[:3]} it should not have, lacks {lost[:3]}"
+        for k in r:
+            ok, why = _same(s[k], r[k], rtol, atol, f"{path}[{k!r}]")
+            if not ok:
+                return ok, why
+        return True, ""
+    ok = s == r  # None, bool, int, str, torch.Size, torch.dtype, torch.device: all plain types
+    if type(ok) is not bool:
+        return False, f"{path} cannot be compared"
+    return ok, "" if ok else f"{path} differs from the expected {type(r).__name__}"
+
+
+def _same_tensor(s: torch.Tensor, r: torch.Tensor, rtol, atol, path) -> tuple[bool, str]:
+    if s.dtype != r.dtype:
+        return False, f"{path} has dtype {s.dtype}, expected {r.dtype}"
+    if s.shape != r.shape:
+        return False, f"{path} has shape {tuple(s.shape)}, expected {tuple(r.shape)}"
+    if s.numel() == 0:
+        return True, ""
+    if s.dtype.is_floating_point or s.dtype.is_complex:
+        if rtol == 0 and atol == 0:
+            same = (s == r) | (torch.isnan(s) & torch.isnan(r))
+        else:
+            same = torch.isclose(s, r, rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        same = s == r
+    bad = int((~same).sum())
+    if bad:
+        return False, f"{path} differs from the expected values in {bad} of {s.numel()} elements"
+    return True, ""
