@@ -7,14 +7,16 @@ so a student object cannot run code in the grader, and every tensor arrives as p
 Supported values: None, bool, int, float, str, torch.Tensor (any device: recorded with its
 device type), torch.Size, torch.dtype, torch.device, and lists, tuples and str-keyed dicts of
 these. NumPy arrays and scalars are converted to tensors/numbers.
+
+torch is imported only when needed: a value cannot be a tensor unless the kernel imported torch,
+so recording plain Python values does not pay for importing it.
 """
 from __future__ import annotations
 
 import base64
 import math
+import sys
 from typing import Any
-
-import torch
 
 MAX_DEPTH = 16
 
@@ -29,14 +31,16 @@ def encode(value: Any, _depth: int = 0) -> Any:
         return {"int": str(value)}
     if type(value) is float:
         return {"float": repr(value)}
-    if isinstance(value, torch.Tensor):
-        return {"tensor": _encode_tensor(value)}
-    if isinstance(value, torch.Size):
-        return {"size": [int(n) for n in value]}
-    if isinstance(value, torch.dtype):
-        return {"dtype": str(value)}
-    if isinstance(value, torch.device):
-        return {"device": str(value)}
+    torch = sys.modules.get("torch")  # None: the kernel never imported torch
+    if torch is not None:
+        if isinstance(value, torch.Tensor):
+            return {"tensor": _encode_tensor(value)}
+        if isinstance(value, torch.Size):
+            return {"size": [int(n) for n in value]}
+        if isinstance(value, torch.dtype):
+            return {"dtype": str(value)}
+        if isinstance(value, torch.device):
+            return {"device": str(value)}
     if type(value) in (list, tuple):
         return {type(value).__name__: [encode(v, _depth + 1) for v in value]}
     if type(value) is dict:
@@ -54,6 +58,8 @@ def encode(value: Any, _depth: int = 0) -> Any:
 
 def decode(tree: Any) -> Any:
     """Inverse of :func:`encode`. Raises ValueError on anything that is not a valid tree."""
+    import torch
+
     if tree is None or type(tree) is bool:
         return tree
     if type(tree) is not dict or len(tree) != 1:
@@ -81,7 +87,9 @@ def decode(tree: Any) -> Any:
     raise ValueError(f"malformed recorded value of kind {kind!r}")
 
 
-def _encode_tensor(t: torch.Tensor) -> dict:
+def _encode_tensor(t: "torch.Tensor") -> dict:
+    import torch
+
     flat = t.detach().to("cpu").contiguous().reshape(-1)
     if flat.is_quantized or flat.layout != torch.strided:
         raise TypeError("only dense tensors can be recorded")
@@ -97,7 +105,9 @@ def _encode_tensor(t: torch.Tensor) -> dict:
     }
 
 
-def _decode_tensor(body: dict) -> torch.Tensor:
+def _decode_tensor(body: dict) -> "torch.Tensor":
+    import torch
+
     if set(body) != {"dtype", "shape", "device", "requires_grad", "data"}:
         raise ValueError("malformed recorded tensor")
     dtype, shape = _dtype(body["dtype"]), body["shape"]
@@ -120,7 +130,9 @@ def tensor_device(tree: Any) -> str | None:
     return None
 
 
-def _dtype(name: str) -> torch.dtype:
+def _dtype(name: str) -> "torch.dtype":
+    import torch
+
     dtype = getattr(torch, name.removeprefix("torch."), None) if name.startswith("torch.") else None
     if not isinstance(dtype, torch.dtype):
         raise ValueError(f"unknown dtype {name!r}")
@@ -128,11 +140,12 @@ def _dtype(name: str) -> torch.dtype:
 
 
 def _from_numpy(value: Any) -> Any:
-    try:
-        import numpy as np
-    except ImportError:  # pragma: no cover - numpy comes with torch here
+    np = sys.modules.get("numpy")
+    if np is None:  # not imported by the kernel: the value cannot be a NumPy object
         return None
     if isinstance(value, np.ndarray):
+        import torch
+
         return torch.from_numpy(np.ascontiguousarray(value))
     if isinstance(value, np.bool_):
         return bool(value)
