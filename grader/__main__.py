@@ -1,0 +1,4 @@
+"""``python -m grader`` is ``course-grader``."""
+from .cli import main
+
+raise SystemExit(main())

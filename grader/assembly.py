@@ -1,0 +1,90 @@
+"""Course assembly: an nbgrader course directory built from ``course/*.ipynb``, and its release.
+
+Layout (nbgrader's own)::
+
+    ROOT/nbgrader_config.py
+    ROOT/gradebook.db
+    ROOT/source/<assignment>/<assignment>.ipynb      one assignment per course notebook
+    ROOT/release/<assignment>/<assignment>.ipynb     student version (generate_assignment)
+    ROOT/submitted/<student>/<assignment>/...        collect
+    ROOT/autograded/<student>/<assignment>/...       autograde
+    ROOT/feedback/<student>/<assignment>/*.html      feedback
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from .config import nbgrader_api, write_config
+
+__all__ = ["DEFAULT_ROOT", "GraderError", "course_notebooks", "check_root", "build", "release",
+           "assignments", "source_notebook", "released_notebook"]
+
+DEFAULT_ROOT = Path("build/course")
+
+
+class GraderError(Exception):
+    """A problem the instructor has to fix; the message says what and how."""
+
+
+def course_notebooks(course: Path) -> list[Path]:
+    """The source notebooks: ``course/*.ipynb`` or a single notebook path."""
+    if course.is_file():
+        return [course]
+    found = sorted(p for p in course.glob("*.ipynb") if not p.name.startswith("."))
+    if not found:
+        raise GraderError(f"no notebooks found in {course}; expected course/NN_name.ipynb files")
+    return found
+
+
+def check_root(root: Path, course: Path) -> Path:
+    """Refuse a course directory inside the source folder (it would mix solutions into releases)."""
+    root, course = root.resolve(), course.resolve()
+    course_dir = course if course.is_dir() else course.parent
+    if root == course_dir or course_dir in root.parents:
+        raise GraderError(f"the course directory {root} is inside the source folder {course_dir}; "
+                          "choose another place, e.g. build/course")
+    return root
+
+
+def build(root: Path, course: Path = Path("course")) -> list[str]:
+    """Create/refresh the nbgrader course at ``root`` from the course notebooks; return assignment ids."""
+    root = check_root(root, course)
+    write_config(root)
+    ids = []
+    for notebook in course_notebooks(course):
+        assignment = notebook.stem
+        target = root / "source" / assignment / notebook.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(notebook, target)
+        ids.append(assignment)
+    return ids
+
+
+def assignments(root: Path) -> list[str]:
+    """Assignment ids of a built course, in order."""
+    source = root / "source"
+    if not source.is_dir():
+        raise GraderError(f"{root} is not a built course (no source/ folder); run `course-grader build` first")
+    return sorted(p.name for p in source.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
+
+
+def source_notebook(root: Path, assignment: str) -> Path:
+    return root / "source" / assignment / f"{assignment}.ipynb"
+
+
+def released_notebook(root: Path, assignment: str) -> Path:
+    return root / "release" / assignment / f"{assignment}.ipynb"
+
+
+def release(root: Path, selected: list[str] | None = None) -> list[Path]:
+    """nbgrader's generate_assignment for each assignment; fills the gradebook with its cells."""
+    api = nbgrader_api(root)
+    out = []
+    for assignment in selected or assignments(root):
+        result = api.generate_assignment(assignment, force=True, create=True)
+        if not result.get("success"):
+            log = (result.get("error") or "") + (result.get("log") or "")
+            raise GraderError(f"nbgrader could not generate the student version of {assignment}:\n{log[-3000:]}")
+        out.append(released_notebook(root, assignment))
+    return out

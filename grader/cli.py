@@ -1,0 +1,195 @@
+"""``course-grader``: the instructor's and the student's command line (printing happens here)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from .assembly import DEFAULT_ROOT, GraderError
+
+__all__ = ["main"]
+
+
+def _limits(args):
+    from .execute import Limits
+
+    return Limits(cell_timeout_s=args.cell_timeout) if getattr(args, "cell_timeout", None) else Limits()
+
+
+def cmd_build(args) -> int:
+    from .assembly import build
+
+    ids = build(args.root, args.course)
+    print(f"built {args.root} with {len(ids)} assignment(s): {', '.join(ids)}")
+    return 0
+
+
+def cmd_release(args) -> int:
+    from .assembly import build, release
+
+    if args.build or not (args.root / "source").is_dir():
+        build(args.root, args.course)
+    for path in release(args.root, args.assignment or None):
+        print(f"released {path}")
+    return 0
+
+
+def cmd_collect(args) -> int:
+    from .collect import collect
+
+    report = collect(args.root, args.inbox, args.assignment or None)
+    for item in report.imported:
+        print(f"collected {item.student} / {item.assignment} ({item.timestamp})")
+    for item in report.rejected:
+        print(f"REJECTED {item.where}: {item.reason}")
+    print(f"{len(report.imported)} submission(s) collected, {len(report.rejected)} file(s) rejected")
+    return 0
+
+
+def cmd_autograde(args) -> int:
+    from .batch import autograde, grade_table
+
+    outcomes = autograde(args.root, assignments=args.assignment or None, students=args.student or None,
+                         workers=args.workers, force=args.force, limits=_limits(args), unsafe=args.unsafe,
+                         progress=not args.quiet)
+    print(grade_table(args.root, outcomes))
+    return 0
+
+
+def cmd_feedback(args) -> int:
+    from .reports import feedback
+
+    for path in feedback(args.root, args.assignment or None, args.student or None):
+        print(f"feedback {path}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from .reports import export_csv
+
+    path = export_csv(args.root, args.to)
+    print(f"grades written to {path}")
+    return 0
+
+
+def cmd_validate(args) -> int:
+    import tempfile
+
+    from .execute import validate
+
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="validate-") as workdir:
+        try:
+            results = validate(args.path, workdir=Path(workdir), limits=_limits(args))
+        except ValueError as error:
+            print(error)
+            return 2
+    for result in results:
+        ok = result.status == "passed"
+        failed += not ok
+        print(f"{'PASS' if ok else 'FAIL'}  {result.grade_id}: {result.reason}")
+    if not results:
+        print("no graded test cells found in this notebook")
+        return 2
+    print(f"{len(results) - failed}/{len(results)} visible checks pass"
+          + ("" if not failed else "; fix the failing exercises and validate again"))
+    return 1 if failed else 0
+
+
+def cmd_check(args) -> int:
+    from .assembly import course_notebooks
+    from .gate import check_notebooks
+
+    paths = [nb for p in (args.paths or [Path("course")]) for nb in course_notebooks(p)]
+    start = time.monotonic()
+    say = (lambda msg: print(f"  ... {msg}", flush=True)) if not args.quiet else None
+    reports = check_notebooks(paths, workers=args.workers, limits=_limits(args), unsafe=args.unsafe, progress=say)
+    for report in reports:
+        print(f"{'PASS' if report.ok else 'FAIL'}  {report.notebook}")
+        for check in report.checks:
+            print(f"  {'ok  ' if check.ok else 'FAIL'} ({check.name}) {check.detail}")
+    bad = [r for r in reports if not r.ok]
+    print(f"course gate: {len(reports) - len(bad)}/{len(reports)} notebook(s) pass "
+          f"in {time.monotonic() - start:.0f} s")
+    return 1 if bad else 0
+
+
+def cmd_demo(args) -> int:
+    from .demo import run_demo
+
+    root = Path("build/demo") if args.root == DEFAULT_ROOT else args.root
+    return run_demo(root, workers=args.workers, unsafe=args.unsafe, limits=_limits(args))
+
+
+def cmd_lab(args) -> int:
+    from .lab import run_lab
+
+    return run_lab(args.root, instructor=args.instructor, course=args.course)
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="course-grader", description=__doc__)
+    top.add_argument("--root", type=Path, default=DEFAULT_ROOT,
+                     help=f"the nbgrader course directory (default: {DEFAULT_ROOT})")
+    sub = top.add_subparsers(dest="command", required=True)
+
+    def command(name, func, help):
+        p = sub.add_parser(name, help=help, description=help)
+        p.set_defaults(func=func)
+        return p
+
+    def grading_options(p, workers=1):
+        p.add_argument("--workers", type=int, default=workers, help=f"parallel kernels (default {workers})")
+        p.add_argument("--unsafe", action="store_true",
+                       help="run student code WITHOUT the sandbox (only where no isolation is available "
+                            "and you trust the code)")
+        p.add_argument("--cell-timeout", type=float, default=None, help="seconds per cell (default 300)")
+        p.add_argument("--quiet", action="store_true", help="no progress output")
+
+    p = command("build", cmd_build, "assemble the nbgrader course directory from course/*.ipynb")
+    p.add_argument("--course", type=Path, default=Path("course"))
+    p = command("release", cmd_release, "generate the student versions (nbgrader generate_assignment)")
+    p.add_argument("assignment", nargs="*")
+    p.add_argument("--course", type=Path, default=Path("course"))
+    p.add_argument("--build", action="store_true", help="rebuild from the course notebooks first")
+    p = command("collect", cmd_collect, "import submissions: one folder or zip per student, or an nbgrader exchange")
+    p.add_argument("inbox", type=Path)
+    p.add_argument("--assignment", action="append", default=[])
+    p = command("autograde", cmd_autograde, "grade submissions (sandboxed, resumable, idempotent)")
+    p.add_argument("--assignment", action="append", default=[])
+    p.add_argument("--student", action="append", default=[])
+    p.add_argument("--force", action="store_true", help="regrade submissions already graded")
+    grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)))
+    p = command("feedback", cmd_feedback, "write HTML feedback per student (hidden tests not shown)")
+    p.add_argument("--assignment", action="append", default=[])
+    p.add_argument("--student", action="append", default=[])
+    p = command("export", cmd_export, "write grades as CSV (nbgrader's exporter columns)")
+    p.add_argument("--to", type=Path, default=None, help="CSV path (default: ROOT/grades.csv)")
+    p = command("validate", cmd_validate, "student self-check: run the visible tests of one notebook")
+    p.add_argument("path", type=Path)
+    p.add_argument("--cell-timeout", type=float, default=None)
+    p = command("check", cmd_check, "course quality gate on source notebooks (default: course/)")
+    p.add_argument("paths", type=Path, nargs="*")
+    grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)))
+    p = command("demo", cmd_demo, "build, release, grade the bundled example class, write feedback and CSV")
+    grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)))
+    p = command("lab", cmd_lab, "JupyterLab on the released student notebooks (--instructor: sources + formgrader)")
+    p.add_argument("--instructor", action="store_true")
+    p.add_argument("--course", type=Path, default=Path("course"))
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    from .execute import SandboxUnavailable
+
+    try:
+        return args.func(args)
+    except (GraderError, SandboxUnavailable) as error:
+        print(f"course-grader {args.command}: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; run the same command again to continue where it stopped", file=sys.stderr)
+        return 130

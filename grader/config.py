@@ -1,0 +1,75 @@
+"""The nbgrader configuration of a course directory: written once as ``nbgrader_config.py``.
+
+The same file serves nbgrader's own CLI and JupyterLab's formgrader, and this package (which
+loads it with traitlets), so the course directory behaves the same whichever tool opens it.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
+
+__all__ = ["COURSE_ID", "CONFIG_NAME", "CELL_TIMEOUT_S", "write_config", "load_config", "nbgrader_api"]
+
+COURSE_ID = "d2lite"
+CONFIG_NAME = "nbgrader_config.py"
+CELL_TIMEOUT_S = 600  # the training cells of 04/05 take ~1 min on 2 CPU cores; leave room
+
+TEMPLATE = '''\
+# nbgrader configuration of this course, written by `course-grader build`.
+# nbgrader's CLI and JupyterLab's formgrader read it when started in this folder; so does
+# course-grader. Grading itself runs through course-grader (sandboxed, tamper-proof verdicts).
+c = get_config()  # noqa: F821
+
+c.CourseDirectory.course_id = {course_id!r}
+# Training cells take about a minute on a 2-core CPU: a cell gets {timeout} s before it is stopped.
+c.ExecutePreprocessor.timeout = {timeout}
+c.Execute.timeout = {timeout}
+# Output limits for notebooks nbgrader itself executes.
+c.LimitOutput.max_lines = 1000
+c.LimitOutput.max_traceback = 100
+# Students see this where their answer goes.
+c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
+# Feedback never shows hidden test source, nor tracebacks that quote it.
+c.GenerateFeedback.preprocessors = [
+    "grader.feedback.HideHiddenTests",
+    "nbgrader.preprocessors.GetGrades",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
+'''
+
+
+def write_config(root: Path, course_id: str = COURSE_ID) -> Path:
+    """Write ``root/nbgrader_config.py`` and return its path."""
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / CONFIG_NAME
+    path.write_text(TEMPLATE.format(course_id=course_id, timeout=CELL_TIMEOUT_S), encoding="utf-8")
+    return path
+
+
+def load_config(root: Path) -> Config:
+    """The course's configuration, rooted at ``root`` (absolute)."""
+    config = PyFileConfigLoader(CONFIG_NAME, path=str(root)).load_config()
+    config.CourseDirectory.root = str(root.resolve())
+    return config
+
+
+def _venv_on_path() -> None:
+    """nbgrader runs the ``alembic`` command to open a gradebook: find it next to this Python."""
+    bindir = str(Path(sys.executable).parent)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+
+
+def nbgrader_api(root: Path):
+    """nbgrader's own API object for the course at ``root``."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    _venv_on_path()
+    config = load_config(root)
+    coursedir = CourseDirectory(config=config)
+    return NbGraderAPI(coursedir=coursedir, config=config)

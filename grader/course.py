@@ -1,0 +1,188 @@
+"""Course notebooks as the grader sees them: exercises, points, stubs and truncated copies.
+
+An nbgrader source notebook is a list of cells; some carry ``metadata.nbgrader``. A *solution
+cell* holds the student's answer (``solution: true``); a *graded test cell* is locked and worth
+``points`` (``grade: true, solution: false``). An *exercise* is a run of solution cells followed
+by its graded test cell(s): each test cell belongs to the solution cells since the previous test
+cell. Everything here is pure: notebooks in, notebooks or facts out.
+"""
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbformat import NotebookNode
+
+__all__ = [
+    "Exercise", "read_notebook", "write_notebook", "nbgrader_meta", "is_solution", "is_test",
+    "exercises", "header_points", "test_points", "structure_problems", "stub", "truncate",
+    "solution_lines", "hidden_test_lines",
+]
+
+HEADER_POINTS = re.compile(r"^\s*\**\s*Total points\s*:\s*\**\s*([0-9]+(?:\.[0-9]+)?)", re.M)
+CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise: its solution cells, its graded test cells, and where it ends."""
+
+    solution_ids: tuple[str, ...]
+    test_ids: tuple[str, ...]
+    points: float
+    last_cell: int  # index of the exercise's last graded test cell in the notebook
+
+    @property
+    def name(self) -> str:
+        return self.test_ids[0] if len(self.test_ids) == 1 else "+".join(self.test_ids)
+
+
+def read_notebook(path: Path) -> NotebookNode:
+    """Read a notebook as nbformat v4 (raises on unreadable JSON)."""
+    return nbformat.read(str(path), as_version=4)
+
+
+def write_notebook(nb: NotebookNode, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(path))
+    return path
+
+
+def nbgrader_meta(cell: NotebookNode) -> dict:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return meta if isinstance(meta, dict) else {}
+
+
+def is_solution(cell: NotebookNode) -> bool:
+    return bool(nbgrader_meta(cell).get("solution"))
+
+
+def is_test(cell: NotebookNode) -> bool:
+    meta = nbgrader_meta(cell)
+    return bool(meta.get("grade")) and not meta.get("solution") and cell.get("cell_type") == "code"
+
+
+def exercises(nb: NotebookNode) -> list[Exercise]:
+    """The notebook's exercises, in order. Consecutive test cells share one exercise."""
+    found: list[Exercise] = []
+    solutions: list[str] = []
+    tests: list[str] = []
+    points = 0.0
+    last = -1
+    for index, cell in enumerate(nb.cells):
+        if is_solution(cell):
+            if tests:
+                found.append(Exercise(tuple(solutions), tuple(tests), points, last))
+                solutions, tests, points = [], [], 0.0
+            solutions.append(nbgrader_meta(cell).get("grade_id", f"cell-{index}"))
+        elif is_test(cell):
+            meta = nbgrader_meta(cell)
+            tests.append(meta.get("grade_id", f"cell-{index}"))
+            points += float(meta.get("points", 0) or 0)
+            last = index
+    if tests:
+        found.append(Exercise(tuple(solutions), tuple(tests), points, last))
+    return found
+
+
+def header_points(nb: NotebookNode) -> float | None:
+    """The ``Total points: N`` the first (markdown) cell announces, or None."""
+    if not nb.cells or nb.cells[0].cell_type != "markdown":
+        return None
+    match = HEADER_POINTS.search(nb.cells[0].source)
+    return float(match.group(1)) if match else None
+
+
+def test_points(nb: NotebookNode) -> float:
+    return sum(float(nbgrader_meta(c).get("points", 0) or 0) for c in nb.cells if is_test(c))
+
+
+def structure_problems(nb: NotebookNode) -> list[str]:
+    """Gate (e) and the exercise layout: ids unique, points add up, every exercise well formed."""
+    problems = []
+    seen: dict[str, int] = {}
+    for index, cell in enumerate(nb.cells):
+        meta = nbgrader_meta(cell)
+        if not meta:
+            continue
+        grade_id = meta.get("grade_id")
+        if not grade_id:
+            problems.append(f"cell {index} has nbgrader metadata but no grade_id")
+        elif grade_id in seen:
+            problems.append(f"grade_id {grade_id!r} is used by cells {seen[grade_id]} and {index}")
+        else:
+            seen[grade_id] = index
+        if meta.get("grade") and meta.get("solution"):
+            problems.append(f"cell {grade_id!r} is both a solution and a graded cell (manually "
+                            "graded answers are not auto-graded); make it a solution cell and add a test cell")
+        if is_test(cell) and not float(meta.get("points", 0) or 0) > 0:
+            problems.append(f"graded test cell {grade_id!r} is worth no points")
+    announced = header_points(nb)
+    total = test_points(nb)
+    if announced is None:
+        problems.append("the first cell is not markdown with a line 'Total points: N'")
+    elif abs(announced - total) > 1e-9:
+        problems.append(f"the header says 'Total points: {announced:g}' but the test cells add up to {total:g}")
+    for exercise in exercises(nb):
+        if not exercise.solution_ids:
+            problems.append(f"test cell(s) {', '.join(exercise.test_ids)} follow no solution cell")
+    trailing = [nbgrader_meta(c).get("grade_id") for i, c in enumerate(nb.cells)
+                if is_solution(c) and i > max((e.last_cell for e in exercises(nb)), default=-1)]
+    if trailing:
+        problems.append(f"solution cell(s) {', '.join(map(str, trailing))} have no graded test after them")
+    return problems
+
+
+def stub(nb: NotebookNode, solution_ids: set[str] | None = None) -> NotebookNode:
+    """A copy with the given solution cells (all when None) stubbed as nbgrader's release does."""
+    from nbgrader.preprocessors import ClearSolutions
+
+    out = copy.deepcopy(nb)
+    clear = ClearSolutions()
+    resources = {"language": "python"}
+    for index, cell in enumerate(out.cells):
+        if is_solution(cell) and (solution_ids is None or nbgrader_meta(cell).get("grade_id") in solution_ids):
+            clear.preprocess_cell(cell, resources, index)
+    return out
+
+
+def truncate(nb: NotebookNode, last_cell: int) -> NotebookNode:
+    """A copy that keeps cells 0..last_cell (to grade one exercise without running the rest)."""
+    out = copy.deepcopy(nb)
+    out.cells = out.cells[: last_cell + 1]
+    return out
+
+
+def _region_lines(source: str, begin: str, end: str) -> list[str]:
+    lines, inside = [], False
+    for line in source.splitlines():
+        if begin in line:
+            inside = True
+        elif end in line:
+            inside = False
+        elif inside:
+            lines.append(line)
+    return lines
+
+
+def solution_lines(nb: NotebookNode) -> list[str]:
+    """Every line of solution code (inside BEGIN/END SOLUTION, or a whole delimiter-less solution cell)."""
+    lines = []
+    for cell in nb.cells:
+        if not is_solution(cell):
+            continue
+        if "BEGIN SOLUTION" in cell.source:
+            lines += _region_lines(cell.source, "BEGIN SOLUTION", "END SOLUTION")
+        else:
+            lines += cell.source.splitlines()
+    return lines
+
+
+def hidden_test_lines(nb: NotebookNode) -> list[str]:
+    lines = []
+    for cell in nb.cells:
+        lines += _region_lines(cell.source, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+    return lines

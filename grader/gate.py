@@ -1,0 +1,221 @@
+"""The course quality gate (``course-grader check``): is every graded test worth its points?
+
+For each source notebook:
+
+(a) graded with its own solutions, it scores full marks;
+(b) the released, unmodified student notebook scores zero on every test;
+(c) each graded test fails when only its own exercise is stubbed (no test passes vacuously);
+    the copy is cut after the exercise's last test cell, so later cells are not run;
+(d) the release holds no solution code and no hidden test text;
+(e) grade_ids are unique and the points add up to the header's ``Total points: N``.
+
+The trusted reference run also fails when a graded test cell records no value. Grading runs
+through :mod:`grader.execute`; the runs of all notebooks share one pool of ``workers`` processes.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import course as nbs
+from .assembly import build, release
+
+__all__ = ["Check", "GateReport", "leaks", "check_notebooks"]
+
+TRIVIAL = re.compile(r"^(#.*|(return|pass|break|continue|else:|try:|finally:)\s*\w*|[\W_]*)$")
+
+
+@dataclass
+class Check:
+    name: str      # "a", "b", "c:<grade_id>", "d", "e", "reference"
+    ok: bool
+    detail: str
+
+
+@dataclass
+class GateReport:
+    notebook: Path
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def add(self, name: str, ok: bool, detail: str) -> None:
+        self.checks.append(Check(name, ok, detail))
+
+
+def _substantial(line: str) -> bool:
+    """Worth reporting when found in a release: not a comment, bracket or bare ``return out``."""
+    text = line.strip()
+    return len(text) >= 8 and not TRIVIAL.match(text) and "NotImplementedError" not in text
+
+
+def leaks(source: nbs.NotebookNode, released: nbs.NotebookNode) -> list[str]:
+    """Gate (d): solution lines, hidden test lines or nbgrader markers found in the release."""
+    found = []
+    released_lines = {line.strip() for cell in released.cells for line in cell.source.splitlines()}
+    text = "\n".join(cell.source for cell in released.cells)
+    for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
+        if marker in text:
+            found.append(f"the marker {marker!r} is in the release")
+    for kind, lines in (("solution", nbs.solution_lines(source)), ("hidden test", nbs.hidden_test_lines(source))):
+        for line in dict.fromkeys(l.strip() for l in lines if _substantial(l)):
+            if line in released_lines:
+                found.append(f"{kind} line in the release: {line[:100]!r}")
+    for index, cell in enumerate(released.cells):
+        if cell.cell_type == "code" and cell.get("outputs"):
+            found.append(f"released cell {index} has outputs")
+    return found
+
+
+# -- jobs that run in worker processes --------------------------------------------------------
+
+def _reference_job(source: str, references: str, scratch: str, limits, unsafe: bool) -> str | None:
+    """Run the trusted solution; save its references. Returns an error message or None."""
+    from . import execute
+
+    workdir = Path(tempfile.mkdtemp(prefix="ref-", dir=scratch))
+    try:
+        execute.run_reference(Path(source), workdir=workdir, limits=limits, unsafe=unsafe).save(Path(references))
+        return None
+    except Exception as error:  # ReferenceRunError, SandboxUnavailable, ...
+        return f"{type(error).__name__}: {error}"
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _grade_job(source: str, submission: str, references: str, scratch: str, limits, unsafe: bool,
+               truncated: bool = False):
+    """Grade one variant; return [(grade_id, points, max_points, status, reason)] and problems."""
+    from . import execute
+
+    workdir = Path(tempfile.mkdtemp(prefix="grade-", dir=scratch))
+    try:
+        refs = execute.References.load(Path(references))
+        if truncated:  # a cut copy of the source: its hash differs from the reference run's, on purpose
+            refs.source_sha256 = ""
+        result = execute.grade(Path(source), Path(submission), refs, workdir=workdir, limits=limits, unsafe=unsafe)
+        tests = [(t.grade_id, t.points, t.max_points, t.status, t.reason) for t in result.tests.values()]
+        return tests, list(result.problems)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+# -- the gate ---------------------------------------------------------------------------------
+
+@dataclass
+class _Plan:
+    report: GateReport
+    source: nbs.NotebookNode
+    files: Path
+    jobs: dict[str, Future] = field(default_factory=dict)
+
+
+def _static_checks(path: Path, files: Path, report: GateReport) -> nbs.NotebookNode | None:
+    try:
+        source = nbs.read_notebook(path)
+    except Exception as error:
+        report.add("e", False, f"cannot read the notebook: {error}")
+        return None
+    problems = nbs.structure_problems(source)
+    report.add("e", not problems, "; ".join(problems) or
+               f"{len(nbs.exercises(source))} exercises, grade_ids unique, {nbs.test_points(source):g} points as announced")
+    try:
+        root = files / "nbgrader"
+        build(root, path)
+        released = nbs.read_notebook(release(root)[0])
+        nbs.write_notebook(released, files / "release.ipynb")
+    except Exception as error:
+        report.add("d", False, f"nbgrader could not generate the release: {error}")
+        return source
+    found = leaks(source, released)
+    report.add("d", not found, "; ".join(found) or "no solution code or hidden test text in the release")
+    return source
+
+
+def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe: bool = False,
+                    progress=None) -> list[GateReport]:
+    """Run the gate on every notebook; ``progress(msg)`` is called as checks finish."""
+    from . import execute
+
+    limits = limits or execute.Limits()
+    say = progress or (lambda msg: None)
+    scratch = Path(tempfile.mkdtemp(prefix="course-gate-"))
+    plans: list[_Plan] = []
+    try:
+        for index, path in enumerate(paths):
+            report = GateReport(path)
+            files = scratch / f"{index}-{path.stem}"
+            files.mkdir()
+            source = _static_checks(path, files, report)
+            if source is not None:
+                plans.append(_Plan(report, source, files))
+            else:
+                plans.append(_Plan(report, None, files))  # type: ignore[arg-type]
+        with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
+            refs = {id(p): pool.submit(_reference_job, str(p.report.notebook), str(p.files / "refs.json"),
+                                       str(scratch), limits, unsafe)
+                    for p in plans if p.source is not None}
+            for plan in plans:
+                if plan.source is None:
+                    continue
+                error = refs[id(plan)].result()
+                plan.report.add("reference", error is None, error or "the solution runs and every test records a value")
+                say(f"{plan.report.notebook.name}: reference run {'ok' if error is None else 'FAILED'}")
+                if error is None:
+                    _submit_variants(pool, plan, str(scratch), limits, unsafe)
+            for plan in plans:
+                _collect_variants(plan, say)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return [p.report for p in plans]
+
+
+def _submit_variants(pool, plan: _Plan, scratch: str, limits, unsafe: bool) -> None:
+    source_path, refs = str(plan.report.notebook), str(plan.files / "refs.json")
+    def submit(src: str, sub: str, truncated: bool = False) -> Future:
+        return pool.submit(_grade_job, src, sub, refs, scratch, limits, unsafe, truncated)
+
+    plan.jobs["a"] = submit(source_path, source_path)
+    if (plan.files / "release.ipynb").exists():
+        plan.jobs["b"] = submit(source_path, str(plan.files / "release.ipynb"))
+    for number, exercise in enumerate(nbs.exercises(plan.source)):
+        cut = nbs.truncate(plan.source, exercise.last_cell)
+        src = nbs.write_notebook(cut, plan.files / f"c{number}-source.ipynb")
+        sub = nbs.write_notebook(nbs.stub(cut, set(exercise.solution_ids)), plan.files / f"c{number}-stubbed.ipynb")
+        plan.jobs[f"c:{exercise.name}"] = submit(str(src), str(sub), truncated=True)
+
+
+def _collect_variants(plan: _Plan, say) -> None:
+    exercises = {f"c:{e.name}": e for e in nbs.exercises(plan.source)} if plan.source is not None else {}
+    for name, job in plan.jobs.items():
+        try:
+            tests, problems = job.result()
+        except Exception as error:
+            plan.report.add(name, False, f"grading crashed: {type(error).__name__}: {error}")
+            continue
+        by_id = {t[0]: t for t in tests}
+        if name == "a":
+            score, total = sum(t[1] for t in tests), sum(t[2] for t in tests)
+            lost = [f"{t[0]} {t[3]} ({t[4]})" for t in tests if t[1] < t[2]]
+            plan.report.add("a", not lost and total > 0,
+                            f"solution scores {score:g}/{total:g}" + ("; lost: " + "; ".join(lost) if lost else ""))
+        elif name == "b":
+            earned = [f"{t[0]} earns {t[1]:g}" for t in tests if t[1] > 0]
+            plan.report.add("b", not earned, "; ".join(earned) or f"release scores 0/{sum(t[2] for t in tests):g}")
+        else:
+            exercise = exercises[name]
+            vacuous = [gid for gid in exercise.test_ids if gid in by_id and by_id[gid][1] > 0]
+            missing = [gid for gid in exercise.test_ids if gid not in by_id]
+            ok = not vacuous and not missing
+            detail = (f"{', '.join(vacuous)} still earns points with {', '.join(exercise.solution_ids)} stubbed: "
+                      "the test does not depend on the student's answer" if vacuous else
+                      f"{', '.join(missing)} was not graded" if missing else
+                      f"fails with {', '.join(exercise.solution_ids)} stubbed")
+            plan.report.add(name, ok, detail)
+        say(f"{plan.report.notebook.name}: {name} {'ok' if plan.report.checks[-1].ok else 'FAILED'}")
