@@ -132,7 +132,7 @@ def train_ch6(net: nn.Module, train_iter, test_iter, num_epochs: int, lr: float,
     loss = nn.CrossEntropyLoss()
     num_batches = len(train_iter) if hasattr(train_iter, "__len__") else None
     every = max(1, num_batches // 5) if num_batches else None
-    animator = (Animator(xlabel="epoch", xlim=[1, num_epochs],
+    animator = (Animator(xlabel="epoch", xlim=[1, num_epochs] if num_epochs > 1 else [0, 1],
                          legend=["train loss", "train acc", "test acc"]) if animate else None)
     bar = tqdm(total=num_batches and num_batches * num_epochs, unit="batch",
                disable=not (_progress_default() if progress is None else progress))
