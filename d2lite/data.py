@@ -101,7 +101,11 @@ class TensorLoader:
     there). shuffle: new random order every epoch (drawn with ``generator``), else the
     stored order. transform: optional function applied to the first tensor of each batch
     (e.g. uint8 images -> float). ``len(loader)`` is the number of batches per epoch.
-    Attributes like a DataLoader's: ``dataset`` (a TensorDataset view, no copy), ``batch_size``.
+    Attributes like a DataLoader's: ``batch_size`` and ``dataset``, a TensorDataset view (no
+    copy) of the tensors AS STORED: for image sets from ``load_data`` that is uint8
+    (N, 28, 28) images, so code that batches ``dataset`` itself (e.g. with a
+    DistributedSampler) applies ``transform`` to each batch. Also ``name``, ``classes``
+    (class names by label) and ``device``.
     """
 
     def __init__(self, tensors, batch_size: int, shuffle: bool = False, *, transform=None,

@@ -196,3 +196,12 @@ def test_d2l_style_linear_regression_input_pipeline_runs_unchanged():
     data_iter_ = d2l.load_array((features, labels), 10)
     X, y = next(iter(data_iter_))
     assert seen == 1000 and X.shape == (10, 2) and y.shape == (10, 1)
+
+
+def test_dataset_holds_the_stored_uint8_images_and_transform_turns_them_into_batches():
+    _, test_iter = load_data("mnist5k", 100, resize=32)
+    X, y = next(iter(test_iter))
+    images, labels = test_iter.dataset[:100]
+    assert images.dtype == torch.uint8 and images.shape == (100, 28, 28) and len(test_iter.dataset) == 1000
+    torch.testing.assert_close(test_iter.transform(images), X, rtol=0, atol=0)
+    assert torch.equal(labels, y)
