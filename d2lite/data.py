@@ -160,7 +160,10 @@ def get_fashion_mnist_labels(labels) -> list[str]:
 
 def _image_transform(resize):
     """uint8 (B, H, W) -> float32 (B, 1, H', W') in [0, 1], resized bilinearly when asked."""
-    size = None if resize is None else ((resize, resize) if isinstance(resize, int) else tuple(resize))
+    size = (resize, resize) if isinstance(resize, int) else tuple(resize) if isinstance(resize, (tuple, list)) else resize
+    if size is not None and (not isinstance(size, tuple) or len(size) != 2 or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0
+                                                        for s in size)):
+        raise ValueError(f"resize must be a positive int or a pair (height, width) of them, got {resize!r}.")
 
     def to_float(images: torch.Tensor) -> torch.Tensor:
         x = images.unsqueeze(1).to(torch.float32).div_(255)
@@ -201,6 +204,7 @@ def load_data(name: str, batch_size: int, resize=None, *, root=None, device=None
     base_url: where to download Fashion-MNIST from (default ``$D2LITE_FASHION_MNIST_URL``
     or the official mirror). reason: appended to the printed line.
     """
+    transform = _image_transform(resize)
     if name == "fashion_mnist":
         paths = fetch(FASHION_MNIST, root=root, base_url=base_url, progressbar=progressbar)
         title, classes = "Fashion-MNIST (clothing images)", FASHION_MNIST_CLASSES
@@ -212,7 +216,6 @@ def load_data(name: str, batch_size: int, resize=None, *, root=None, device=None
     (train_x, train_y), (test_x, test_y) = _read_split(paths, "train"), _read_split(paths, "t10k")
     if device is not None:
         train_x, train_y, test_x, test_y = (t.to(device) for t in (train_x, train_y, test_x, test_y))
-    transform = _image_transform(resize)
     train_iter = TensorLoader((train_x, train_y), batch_size, shuffle=True, transform=transform,
                               generator=generator, name=name, classes=classes)
     test_iter = TensorLoader((test_x, test_y), batch_size, shuffle=False, transform=transform,

@@ -136,6 +136,12 @@ def test_mnist5k_resize_gives_the_asked_shape_within_unit_range(resize, shape):
         assert 0 <= X.min().item() and X.max().item() <= 1
 
 
+@pytest.mark.parametrize("resize", [0, -5, (28,), (10, 0), 2.5])
+def test_a_bad_resize_is_rejected_before_loading(resize):
+    with pytest.raises(ValueError, match="resize must be a positive int or a pair"):
+        load_data("mnist5k", 10, resize=resize)
+
+
 def test_mnist5k_training_order_is_reshuffled_per_epoch_and_reproducible_with_a_generator():
     a, _ = load_data("mnist5k", 100, generator=torch.Generator().manual_seed(0))
     b, _ = load_data("mnist5k", 100, generator=torch.Generator().manual_seed(0))
