@@ -89,7 +89,8 @@ class History:
     def __repr__(self) -> str:
         if not self.seconds:
             return "History(0 epochs)"
-        return (f"History({len(self.seconds)} epochs; last: train_loss {self.train_loss[-1]:.3f}, "
+        epochs = f"{len(self.seconds)} epoch" + ("s" if len(self.seconds) != 1 else "")
+        return (f"History({epochs}; last: train_loss {self.train_loss[-1]:.3f}, "
                 f"train_acc {self.train_acc[-1]:.3f}, test_acc {self.test_acc[-1]:.3f}; "
                 f"{sum(self.seconds):.1f} s)")
 
