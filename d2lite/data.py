@@ -158,12 +158,19 @@ def get_fashion_mnist_labels(labels) -> list[str]:
     return [FASHION_MNIST_CLASSES[int(i)] for i in labels]
 
 
+def _target_size(resize) -> tuple[int, int] | None:
+    """``resize`` (None, an int, or (height, width)) as a (height, width) pair or None."""
+    if resize is None:
+        return None
+    size = (resize, resize) if isinstance(resize, int) else tuple(resize) if isinstance(resize, (tuple, list)) else ()
+    if len(size) != 2 or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in size):
+        raise ValueError(f"resize must be a positive int or a pair (height, width) of them, got {resize!r}.")
+    return size
+
+
 def _image_transform(resize):
     """uint8 (B, H, W) -> float32 (B, 1, H', W') in [0, 1], resized bilinearly when asked."""
-    size = (resize, resize) if isinstance(resize, int) else tuple(resize) if isinstance(resize, (tuple, list)) else resize
-    if size is not None and (not isinstance(size, tuple) or len(size) != 2 or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0
-                                                        for s in size)):
-        raise ValueError(f"resize must be a positive int or a pair (height, width) of them, got {resize!r}.")
+    size = _target_size(resize)
 
     def to_float(images: torch.Tensor) -> torch.Tensor:
         x = images.unsqueeze(1).to(torch.float32).div_(255)

@@ -136,6 +136,20 @@ def test_mnist5k_resize_gives_the_asked_shape_within_unit_range(resize, shape):
         assert 0 <= X.min().item() and X.max().item() <= 1
 
 
+@pytest.mark.parametrize("size", [(64, 64), (14, 14), (20, 24)])
+def test_resize_matches_pil_bilinear_like_d2l_transforms_resize(size):
+    from PIL import Image
+
+    _, test_iter = load_data("mnist5k", 8, resize=size)
+    X, _ = next(iter(test_iter))
+    # d2l resizes PIL images with torchvision's Resize, i.e. PIL's antialiased bilinear filter.
+    reference = torch.stack([
+        torch.from_numpy(np.array(Image.fromarray(image.numpy()).resize(size[::-1], Image.BILINEAR)))
+        for image in test_iter.dataset.tensors[0][:8]
+    ]).float().unsqueeze(1) / 255
+    torch.testing.assert_close(X, reference, rtol=0, atol=1.5 / 255)  # PIL rounds to uint8
+
+
 @pytest.mark.parametrize("resize", [0, -5, (28,), (10, 0), 2.5])
 def test_a_bad_resize_is_rejected_before_loading(resize):
     with pytest.raises(ValueError, match="resize must be a positive int or a pair"):
