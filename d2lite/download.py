@@ -136,6 +136,8 @@ def fetch(remote: RemoteDataset, root=None, base_url: str | None = None, progres
             pooch.retrieve(base + fname, known_hash=f"sha256:{remote.sha256[fname]}", fname=fname,
                            path=folder, downloader=downloader)
         except ValueError as err:  # pooch: hash mismatch; the temporary file is already deleted
+            if "hash" not in str(err):
+                raise
             raise ChecksumError(
                 f"Downloaded {base + fname} but its SHA-256 does not match the published one, so it "
                 f"was not cached. The server sent a different or damaged file ({err}). "
