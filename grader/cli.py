@@ -59,7 +59,7 @@ def cmd_autograde(args) -> int:
 
 
 def cmd_feedback(args) -> int:
-    from .reports import feedback
+    from .feedback import feedback
 
     for path in feedback(args.root, args.assignment or None, args.student or None):
         print(f"feedback {path}")
@@ -67,7 +67,7 @@ def cmd_feedback(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from .reports import export_csv
+    from .export import export_csv
 
     path = export_csv(args.root, args.to)
     print(f"grades written to {path}")

@@ -33,12 +33,13 @@ c.LimitOutput.max_lines = 1000
 c.LimitOutput.max_traceback = 100
 # Students see this where their answer goes.
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
-# Feedback never shows hidden test source, nor tracebacks that quote it.
-c.GenerateFeedback.preprocessors = [
-    "grader.feedback.HideHiddenTests",
-    "nbgrader.preprocessors.GetGrades",
-    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-]
+# Feedback never shows hidden test source, nor tracebacks that quote it (needs this course's
+# `grader` package importable: run nbgrader from the course's virtualenv).
+from grader.feedback import HideHiddenTests  # noqa: E402
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbgrader.preprocessors import GetGrades  # noqa: E402
+
+c.GenerateFeedback.preprocessors = [HideHiddenTests, GetGrades, CSSHTMLHeaderPreprocessor]
 '''
 
 

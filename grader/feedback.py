@@ -1,0 +1,89 @@
+"""Feedback: one HTML page per student and notebook, through nbgrader's own ``generate_feedback``.
+
+The autograded notebook keeps the hidden tests (instructors see them in formgrader). Before it
+becomes feedback, :class:`HideHiddenTests` (registered in ``nbgrader_config.py``) removes every
+hidden test region and replaces each graded test cell's outputs (tracebacks would quote hidden
+lines) by the verdict and its one-sentence reason.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nbconvert.preprocessors import Preprocessor
+from nbformat.v4 import new_output
+from traitlets import Bool
+
+from .assembly import GraderError
+from .course import is_test, nbgrader_meta
+
+__all__ = ["HideHiddenTests", "feedback", "HIDDEN_NOTE"]
+
+HIDDEN_NOTE = "# (hidden tests are not shown)"
+BEGIN, END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
+
+
+def strip_hidden(source: str) -> str:
+    """The source with each hidden-test region replaced by one note line."""
+    lines, inside = [], False
+    for line in source.splitlines():
+        if BEGIN in line:
+            inside = True
+            lines.append(line[: len(line) - len(line.lstrip())] + HIDDEN_NOTE)
+        elif END in line:
+            inside = False
+        elif not inside:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+class HideHiddenTests(Preprocessor):
+    """Hide hidden tests and their tracebacks; show each test's verdict instead."""
+
+    enabled = Bool(True)  # nbconvert skips preprocessors that are not enabled
+
+    def preprocess(self, nb, resources):
+        verdicts = _verdicts(resources)
+        for cell in nb.cells:
+            if BEGIN in cell.get("source", ""):
+                cell.source = strip_hidden(cell.source)
+            if is_test(cell):
+                test = verdicts.get(nbgrader_meta(cell).get("grade_id"))
+                text = (f"{test['status'].upper()} ({test['points']:g}/{test['max_points']:g}): {test['reason']}\n"
+                        if test else "(no verdict recorded for this test)\n")
+                cell.outputs = [new_output("stream", name="stdout", text=text)]
+        return nb, resources
+
+
+def _verdicts(resources) -> dict[str, dict]:
+    """grade_id -> verdict, from the autograde marker next to the autograded notebook."""
+    from .batch import MARKER
+
+    info = resources.get("nbgrader", {})
+    db_url = info.get("db_url", "")
+    root = Path(db_url[len("sqlite:///"):]).parent if db_url.startswith("sqlite:///") else Path.cwd()
+    marker = root / "autograded" / info.get("student", "") / info.get("assignment", "") / MARKER
+    try:
+        return {t["grade_id"]: t for t in json.loads(marker.read_text(encoding="utf-8"))["tests"]}
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+def feedback(root: Path, assignments: list[str] | None = None, students: list[str] | None = None) -> list[Path]:
+    """Generate feedback HTML for the graded submissions; return the files written."""
+    from .batch import outcomes
+    from .config import nbgrader_api
+
+    root = root.resolve()
+    api = nbgrader_api(root)
+    done = outcomes(root, assignments, students)
+    if not done:
+        raise GraderError(f"nothing graded yet in {root}; run `course-grader autograde` first")
+    written = []
+    for outcome in done:
+        result = api.generate_feedback(outcome.assignment, outcome.student, force=True)
+        if not result.get("success"):
+            raise GraderError(f"nbgrader could not write feedback for {outcome.student} / {outcome.assignment}:\n"
+                              + ((result.get("error") or "") + (result.get("log") or ""))[-2000:])
+        written += sorted((root / "feedback" / outcome.student / outcome.assignment).glob("*.html"))
+    return written
