@@ -5,6 +5,7 @@ the two are timed alternately in the same process, and we report medians over re
 """
 from __future__ import annotations
 
+import os
 import statistics
 import time
 
@@ -53,6 +54,7 @@ def measure(n: int, shape: tuple, dtype: torch.dtype, batch_size: int, epochs: i
 
 def main() -> str:
     torch.set_num_threads(1)
+    load_before = os.getloadavg()[0]
     rows, fashion_ours, fashion_base = [], 0.0, 0.0
     for label, n, shape, dtype, batch_size, epochs in CASES:
         med = measure(n, shape, dtype, batch_size, epochs)
@@ -69,7 +71,9 @@ def main() -> str:
         "",
         f"Median of {REPEATS} timings per contender (each the mean of 20 epochs for the small case, one epoch "
         "otherwise), measured alternately in one process with one torch thread; "
-        "speed-up = DataLoader time / d2lite time (goal: >= 10x).",
+        "speed-up = DataLoader time / d2lite time (goal: >= 10x). "
+        f"Load average of the machine at the start: {load_before:.1f} on {os.cpu_count()} cores "
+        "(other jobs running make all times longer and the small case noisy; the ratios are what counts).",
         "",
         "| case | data | DataLoader(TensorDataset) | data_iter | speed-up | load_array | speed-up |",
         "| --- | --- | --- | --- | --- | --- | --- |",
