@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import TensorDataset
 
-from .download import FASHION_MNIST, IDX_FILES, fetch, verify_sha256
+from .download import FASHION_MNIST, fetch, verify_sha256
 from .idx import IDXFormatError, read_idx
 
 __all__ = ["synthetic_data", "data_iter", "TensorLoader", "load_array", "load_data",

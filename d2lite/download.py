@@ -17,10 +17,6 @@ from pathlib import Path
 __all__ = ["ChecksumError", "DatasetUnavailableError", "RemoteDataset", "FASHION_MNIST", "cache_dir",
            "sha256_of", "verify_sha256", "fetch"]
 
-IDX_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
-             "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
-
-
 class ChecksumError(ValueError):
     """A data file's SHA-256 differs from the known one: it is corrupt, partial or another file."""
 
