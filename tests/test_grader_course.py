@@ -1,0 +1,150 @@
+"""The grader's pure parts, no kernels: notebook structure, stubs, release leaks, collect, export."""
+import csv
+import json
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import course as nbs
+from grader.assembly import GraderError, build, check_root, release
+from grader.collect import check_student_id, collect
+from grader.feedback import HIDDEN_NOTE, strip_hidden
+from grader.gate import leaks
+
+FIXTURES = Path(__file__).parent / "fixtures" / "grader"
+GOOD = FIXTURES / "course" / "01_fixture.ipynb"
+LEAKY = FIXTURES / "leaky" / "01_leaky.ipynb"
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    """The fixture course built and released by nbgrader's generate_assignment."""
+    root = tmp_path_factory.mktemp("course") / "a course with spaces"
+    build(root, GOOD.parent)
+    release(root)
+    return root
+
+
+def test_exercises_pair_tests_with_the_solution_cells_before_them():
+    """Each graded test cell belongs to the solution cells since the previous test cell."""
+    found = nbs.exercises(nbs.read_notebook(GOOD))
+    assert [(e.solution_ids, e.test_ids, e.points) for e in found] == [
+        (("scale",), ("test_scale",), 2.0), (("pairwise",), ("test_pairwise",), 3.0),
+        (("mean_of",), ("test_mean_of",), 1.0)]
+
+
+def test_structure_problems_catch_duplicate_ids_and_wrong_totals():
+    nb = nbs.read_notebook(GOOD)
+    assert nbs.structure_problems(nb) == []
+    nb.cells[0].source = nb.cells[0].source.replace("Total points: 6", "Total points: 7")
+    nbs.exercises(nb)[1]  # still parses
+    nb.cells[-1].metadata.nbgrader["grade_id"] = "test_scale"
+    problems = " ".join(nbs.structure_problems(nb))
+    assert "'Total points: 7'" in problems and "add up to 6" in problems
+    assert "grade_id 'test_scale' is used by cells" in problems
+
+
+def test_stub_clears_only_the_chosen_exercise_as_nbgrader_does():
+    nb = nbs.read_notebook(GOOD)
+    stubbed = nbs.stub(nb, {"pairwise"})
+    sources = {nbs.nbgrader_meta(c).get("grade_id"): c.source for c in stubbed.cells}
+    assert "raise NotImplementedError()" in sources["pairwise"] and "diff" not in sources["pairwise"]
+    assert "return x * factor" in sources["scale"]
+    assert "return x * factor" in nbs.read_notebook(GOOD).cells[3].source  # the input is untouched
+
+
+def test_truncate_keeps_cells_up_to_the_exercise():
+    nb = nbs.read_notebook(GOOD)
+    first = nbs.exercises(nb)[0]
+    assert nbs.truncate(nb, first.last_cell).cells[-1].metadata.nbgrader["grade_id"] == "test_scale"
+
+
+def test_release_has_no_solutions_or_hidden_tests(released):
+    """Gate (d) on a correct notebook: nbgrader's release leaks nothing."""
+    source = nbs.read_notebook(GOOD)
+    out = nbs.read_notebook(released / "release" / "01_fixture" / "01_fixture.ipynb")
+    assert leaks(source, out) == []
+    assert "BEGIN" not in json.dumps(out)
+
+
+def test_gate_finds_a_solution_leaked_into_markdown(tmp_path):
+    """Gate (d): a hint that spells out the solution is reported."""
+    build(tmp_path / "c", LEAKY)
+    out = nbs.read_notebook(release(tmp_path / "c")[0])
+    assert leaks(nbs.read_notebook(LEAKY), out) == ["solution line in the release: 'return x * factor'"]
+
+
+def test_course_directory_inside_the_sources_is_refused(tmp_path):
+    (tmp_path / "course").mkdir()
+    with pytest.raises(GraderError, match="inside the source folder"):
+        check_root(tmp_path / "course" / "build", tmp_path / "course")
+
+
+@pytest.mark.parametrize("bad", ["../x", "..", ".hidden", "a/b", "a\\b", "", "x*", "tab\there"])
+def test_student_ids_that_could_escape_are_refused(bad):
+    with pytest.raises(GraderError, match="refusing student id"):
+        check_student_id(bad)
+
+
+@pytest.mark.parametrize("good", ["Zoë Ñ", "anna maria", "学生42", "o'brien"])
+def test_student_ids_with_spaces_and_unicode_are_accepted(good):
+    assert check_student_id(good) == good
+
+
+def test_collect_folders_zips_renamed_and_unreadable(released, tmp_path):
+    inbox = tmp_path / "inbox"
+    (inbox / "Zoë Ñ" / "deep").mkdir(parents=True)
+    (inbox / "Zoë Ñ" / "deep" / "01_fixture.ipynb").write_bytes(GOOD.read_bytes())
+    (inbox / "renamer").mkdir()
+    (inbox / "renamer" / "my homework.ipynb").write_bytes(GOOD.read_bytes())
+    (inbox / "broken").mkdir()
+    (inbox / "broken" / "01_fixture.ipynb").write_text("{not json")
+    with zipfile.ZipFile(inbox / "zipped student.zip", "w") as zf:
+        zf.write(GOOD, "hw/01_fixture.ipynb")
+    with zipfile.ZipFile(inbox / "..evil.zip", "w") as zf:
+        zf.write(GOOD, "01_fixture.ipynb")
+    with zipfile.ZipFile(inbox / "slip.zip", "w") as zf:
+        zf.write(GOOD, "../../01_fixture.ipynb")
+    report = collect(released, inbox)
+    assert sorted(i.student for i in report.imported) == sorted(["broken", "renamer", "zipped student", "Zoë Ñ"])
+    rejected = {r.where: r.reason for r in report.rejected}
+    assert "unreadable notebook" in rejected["broken/01_fixture.ipynb"]
+    assert "outside the archive" in rejected["slip.zip"]
+    submitted = released / "submitted"
+    assert (submitted / "renamer" / "01_fixture" / "01_fixture.ipynb").exists()
+    assert (submitted / "broken" / "01_fixture" / "rejected.json").exists()
+    assert (submitted / "Zoë Ñ" / "01_fixture" / "timestamp.txt").read_text().endswith("UTC")
+    assert not (tmp_path / "01_fixture.ipynb").exists() and not (released / "01_fixture.ipynb").exists()
+
+
+def test_collect_reads_an_nbgrader_exchange(released, tmp_path):
+    inbound = tmp_path / "exchange" / "d2lite" / "inbound"
+    for stamp, text in [("2026-01-01 10:00:00.000000 UTC", "old"), ("2026-01-02 10:00:00.000000 UTC", "new")]:
+        folder = inbound / f"eve+01_fixture+{stamp}+abc"
+        folder.mkdir(parents=True)
+        nb = nbs.read_notebook(GOOD)
+        nb.metadata["which"] = text
+        nbformat.write(nb, str(folder / "01_fixture.ipynb"))
+        (folder / "timestamp.txt").write_text(stamp)
+    (inbound / "..+01_fixture+2026-01-01 10:00:00 UTC+x").mkdir()
+    report = collect(released, tmp_path / "exchange")
+    assert any("refusing student id '..'" in r.reason for r in report.rejected)
+    assert [(i.student, i.assignment) for i in report.imported] == [("eve", "01_fixture")]
+    kept = nbs.read_notebook(released / "submitted" / "eve" / "01_fixture" / "01_fixture.ipynb")
+    assert kept.metadata["which"] == "new", "the latest submission wins"
+
+
+def test_strip_hidden_keeps_visible_lines_only():
+    source = "a = 1\n### BEGIN HIDDEN TESTS\nsecret = 2\n### END HIDDEN TESTS\nb = 3"
+    assert strip_hidden(source) == f"a = 1\n{HIDDEN_NOTE}\nb = 3"
+
+
+def test_export_uses_nbgrader_csv_columns(released, tmp_path):
+    from grader.export import export_csv
+
+    path = export_csv(released, tmp_path / "grades.csv")
+    header = next(csv.reader(path.open()))
+    assert header == ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
+                      "raw_score", "late_submission_penalty", "score", "max_score"]
