@@ -86,9 +86,13 @@ def files():
     return small_dataset()
 
 
+@pytest.fixture(autouse=True)
+def no_proxy_for_localhost(monkeypatch):
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # never route 127.0.0.1 through a proxy
+
+
 @pytest.fixture
-def server(files, monkeypatch):
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # never route the local server through a proxy
+def server(files):
     s = FileServer(files)
     yield s
     s.stop()
