@@ -120,7 +120,7 @@ def cmd_demo(args) -> int:
     from .demo import run_demo
 
     root = Path("build/demo") if args.root == DEFAULT_ROOT else args.root
-    return run_demo(root, workers=args.workers, unsafe=args.unsafe, limits=_limits(args))
+    return run_demo(root, workers=args.workers, unsafe=args.unsafe, limits=_limits(args), everything=args.all)
 
 
 def cmd_lab(args) -> int:
@@ -174,6 +174,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("paths", type=Path, nargs="*")
     grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)))
     p = command("demo", cmd_demo, "build, release, grade the bundled example class, write feedback and CSV")
+    p.add_argument("--all", action="store_true", help="every notebook (default: the first two, a few minutes)")
     grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)))
     p = command("lab", cmd_lab, "JupyterLab on the released student notebooks (--instructor: sources + formgrader)")
     p.add_argument("--instructor", action="store_true")

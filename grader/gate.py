@@ -23,6 +23,7 @@ from pathlib import Path
 
 from . import course as nbs
 from .assembly import build, release
+from .feedback import strip_hidden
 
 __all__ = ["Check", "GateReport", "leaks", "check_notebooks"]
 
@@ -50,23 +51,33 @@ class GateReport:
 
 
 def _substantial(line: str) -> bool:
-    """Worth reporting when found in a release: not a comment, bracket or bare ``return out``."""
+    """Worth reporting when found in a release: not a comment, bracket, block header or bare ``return out``."""
     text = line.strip()
-    return len(text) >= 8 and not TRIVIAL.match(text) and "NotImplementedError" not in text
+    return (len(text) >= 8 and not TRIVIAL.match(text) and not text.endswith(":")
+            and "NotImplementedError" not in text)
 
 
 def leaks(source: nbs.NotebookNode, released: nbs.NotebookNode) -> list[str]:
-    """Gate (d): solution lines, hidden test lines or nbgrader markers found in the release."""
+    """Gate (d): solution lines, hidden-test-only lines or nbgrader markers found in the release.
+
+    A solution line counts wherever it appears (a hint that spells out the answer is a leak); a
+    hidden test line counts only if the visible part of the source does not have it too (hidden
+    tests often repeat a visible call on fresh inputs).
+    """
     found = []
     released_lines = {line.strip() for cell in released.cells for line in cell.source.splitlines()}
     text = "\n".join(cell.source for cell in released.cells)
     for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
         if marker in text:
             found.append(f"the marker {marker!r} is in the release")
-    for kind, lines in (("solution", nbs.solution_lines(source)), ("hidden test", nbs.hidden_test_lines(source))):
-        for line in dict.fromkeys(l.strip() for l in lines if _substantial(l)):
-            if line in released_lines:
-                found.append(f"{kind} line in the release: {line[:100]!r}")
+    visible = {line.strip() for cell in nbs.stub(source).cells
+               for line in strip_hidden(cell.source).splitlines()}
+    for line in dict.fromkeys(l.strip() for l in nbs.solution_lines(source) if _substantial(l)):
+        if line in released_lines:
+            found.append(f"solution line in the release: {line[:100]!r}")
+    for line in dict.fromkeys(l.strip() for l in nbs.hidden_test_lines(source) if _substantial(l)):
+        if line in released_lines and line not in visible:
+            found.append(f"hidden test line in the release: {line[:100]!r}")
     for index, cell in enumerate(released.cells):
         if cell.cell_type == "code" and cell.get("outputs"):
             found.append(f"released cell {index} has outputs")

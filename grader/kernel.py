@@ -119,9 +119,9 @@ class Kernel:
             return "the kernel stopped responding"
         if code < 0 or code > 128:
             sig = -code if code < 0 else code - 128
-            names = {9: "killed (SIGKILL: out of memory or a resource limit)", 11:
-                     "crashed (segmentation fault)", 24: "killed at its CPU-time limit",
-                     6: "aborted"}
+            names = {9: "was killed (SIGKILL: out of memory or a resource limit)",
+                     11: "crashed (segmentation fault)", 24: "was stopped at its CPU-time limit",
+                     6: "aborted", 7: "crashed (bus error)"}
             return "the kernel " + names.get(sig, f"was killed by signal {sig}")
         return f"the kernel exited (exit status {code})"
 

@@ -212,8 +212,9 @@ def _assemble(source, cells, answers, anchor, used, problems) -> Merged:
                 copy.source = text
                 if cell.cell_type == "code":
                     copy.outputs, copy.execution_count = [], None
-                if n:
+                if n:  # a second copy of a duplicated or split answer: its own id
                     copy.metadata = {}
+                    copy.id = nbformat.v4.new_code_cell().id
                 nb.cells.append(copy)
                 roles.append(Role("answer", gid))
         else:

@@ -81,7 +81,7 @@ def sandbox_status() -> tuple[bool, str]:
 
 def _rlimits(limits: Limits) -> list[str]:
     mb = 1024 * 1024
-    return ["prlimit", f"--as={limits.memory_mb * mb}", f"--cpu={int(limits.cpu_seconds)}",
+    return ["prlimit", f"--as={limits.memory_mb * mb}", f"--cpu={int(limits.cpu_seconds)}:{int(limits.cpu_seconds) + 5}",
             f"--nproc={limits.max_processes}", f"--fsize={limits.max_file_mb * mb}",
             "--core=0", "--nofile=1024", "--"]
 

@@ -46,14 +46,13 @@ def attacks(refs: dict, tmp: Path, port: int) -> dict[str, tuple[Path, dict]]:
         "input_transformer": (PLAIN, {
             "add": WRONG["add"] + "\nget_ipython().input_transformers_post.append("
                    "lambda lines: ['record(\"visible\", 5)\\n'])"}),
-        "builtins": (PLAIN, {
-            "add": "import builtins\nreal_type = type\n"
-                   "class Liar(int):\n    def __eq__(self, other):\n        return True\n"
-                   "builtins.type = lambda *a: int if len(a) == 1 and isinstance(a[0], Liar) "
-                   "else real_type(*a)\n"
-                   "def add(a, b):\n    return Liar(a - b)",
+        "builtins": (PLAIN, {  # the encoder's builtins: str() of every int says 5
+            "add": "import builtins, grader.values\nreal_str = builtins.str\n"
+                   "builtins.print = lambda *a, **k: None\n"
+                   "grader.values.str = lambda x: '5' if type(x) is int else real_str(x)\n"
+                   + WRONG["add"],
             "mean": WRONG["mean"] + "\nimport grader.record\ngrader.record.encode = "
-                    "lambda value, _depth=0: {'float': '0.5'}"}),
+                    "lambda value, _depth=0: {'float': '2.0'}"}),
         "lying_objects": (PLAIN, {
             "add": "class Liar(int):\n    def __eq__(self, other):\n        return True\n"
                    "    __hash__ = int.__hash__\n"
@@ -167,7 +166,9 @@ def test_input_transformer_rewriting_test_cells_earns_nothing(graded):
 
 
 def test_patched_builtins_and_encoder_earn_nothing(graded):
-    assert graded["builtins"].score == 0
+    r = graded["builtins"]
+    assert r.score == 0
+    assert "'hidden'" in r.tests["add_test"].reason and "'hidden'" in r.tests["mean_test"].reason
 
 
 def test_objects_with_lying_eq_and_bool_earn_nothing(graded):

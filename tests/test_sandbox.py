@@ -1,0 +1,143 @@
+"""The sandbox, for real: what a kernel can reach, and its resource limits hit cleanly.
+
+Each test runs code in a sandboxed kernel (grader.kernel.Kernel) the way grading does, and
+checks what happened from outside. These tests need bubblewrap and user namespaces; they are
+not skipped when those are missing, because then grading would refuse to run.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.kernel import Kernel
+from grader.sandbox import Limits, sandbox_status
+
+SMALL = Limits(cell_timeout_s=30, memory_mb=2048, cpu_seconds=20, max_processes=64,
+               max_file_mb=4, max_output_bytes=20_000)
+
+
+def text(run) -> str:
+    return "".join(o.get("text", "") for o in run.outputs)
+
+
+@pytest.fixture(scope="module")
+def instructor(tmp_path_factory):
+    """An instructor's folder next to the submission's workdir: a gradebook and a solution."""
+    root = tmp_path_factory.mktemp("course")
+    (root / "gradebook.db").write_text("grades")
+    (root / "source").mkdir()
+    (root / "source" / "solution.ipynb").write_text("{}")
+    return root
+
+
+@pytest.fixture(scope="module")
+def kernel(instructor, monkeypatch_module):
+    monkeypatch_module.setenv("INSTRUCTOR_SECRET", "s3cret")
+    with Kernel(instructor / "submissions" / "alice", SMALL, sandboxed=True) as k:
+        yield k
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as mp:
+        yield mp
+
+
+def test_sandbox_is_available_here():
+    ok, why = sandbox_status()
+    assert ok, why
+
+
+def test_network_is_unreachable_even_on_localhost(kernel):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    run = kernel.run(f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), "
+                     "timeout=3)\n    print('connected')\nexcept OSError as e:\n    print('refused', e)")
+    server.close()
+    assert run.status == "ok" and text(run).startswith("refused"), text(run)
+
+
+def test_instructor_files_are_invisible(kernel, instructor):
+    run = kernel.run(
+        "import os\nfor p in [{gb!r}, {sol!r}, {root!r}]:\n"
+        "    print(os.path.exists(p))\n"
+        "print(sorted(os.listdir({parent!r})))".format(
+            gb=str(instructor / "gradebook.db"), sol=str(instructor / "source" / "solution.ipynb"),
+            root=str(instructor / "source"), parent=str(instructor / "submissions")))
+    assert text(run).split() == ["False", "False", "False", "['alice']"], text(run)
+
+
+def test_only_the_workdir_and_tmp_are_writable(kernel, instructor):
+    venv, package = sys.prefix, str(Path(__file__).resolve().parent.parent / "grader")
+    run = kernel.run(
+        "import os\nfor d in [os.getcwd(), '/tmp', {venv!r}, {pkg!r}, {gb!r}]:\n"
+        "    try:\n        open(os.path.join(d, 'x.txt'), 'w').write('x')\n        print('w')\n"
+        "    except OSError:\n        print('-')".format(
+            venv=venv, pkg=package, gb=str(instructor)))
+    assert text(run).split() == ["w", "w", "-", "-", "-"], text(run)
+    assert (instructor / "submissions" / "alice" / "x.txt").exists()
+    assert not (Path(package) / "x.txt").exists()
+
+
+def test_environment_holds_nothing_from_the_grader(kernel):
+    run = kernel.run("import os\nprint('INSTRUCTOR_SECRET' in os.environ, "
+                     "os.environ.get('COURSE_GRADER_RECORD'))")
+    assert text(run).split() == ["False", "1"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the uid only changes when the grader is root")
+def test_kernel_runs_unprivileged_and_sees_no_other_process(kernel):
+    run = kernel.run("import os\nprint(os.getuid(), len([p for p in os.listdir('/proc') "
+                     "if p.isdigit()]))")
+    uid, processes = map(int, text(run).split())
+    assert uid != 0 and processes < 10
+
+
+def test_memory_limit_raises_memory_error_and_the_kernel_survives(kernel):
+    run = kernel.run("block = bytearray(3 * 1024**3)")
+    assert run.status == "error" and run.error.startswith("MemoryError"), run.error
+    assert kernel.run("print('alive')").outputs
+
+
+def test_process_limit_stops_a_fork_bomb(kernel):
+    run = kernel.run(
+        "import subprocess\nchildren = []\ntry:\n    for _ in range(200):\n"
+        "        children.append(subprocess.Popen(['sleep', '30']))\nexcept OSError as e:\n"
+        "    print('stopped', len(children))\nfor c in children:\n    c.kill(); c.wait()")
+    assert text(run).startswith("stopped"), text(run)
+    assert int(text(run).split()[1]) < SMALL.max_processes
+
+
+def test_file_size_limit(kernel):
+    run = kernel.run("open('big.bin', 'wb').write(b'x' * 8 * 1024**2)")
+    assert run.status == "error" and "File too large" in run.error, run.error
+
+
+def test_tmp_is_small(kernel):
+    run = kernel.run("for n in range(3):\n    open(f'/tmp/f{n}', 'wb').write(b'x' * 3 * 1024**2)")
+    assert run.status == "error" and "No space left" in run.error, run.error
+
+
+def test_output_flood_is_capped_in_bytes(kernel):
+    lines = kernel.run("for i in range(200_000):\n    print(i)")
+    line = kernel.run("print('x' * 5_000_000)")
+    image = kernel.run("from IPython.display import display\n"
+                       "display({'image/png': 'A' * 3_000_000}, raw=True)")
+    for run in (lines, line, image):
+        assert run.truncated and run.status == "ok"
+        assert sum(len(str(o)) for o in run.outputs) < 2 * SMALL.max_output_bytes
+
+
+def test_cpu_time_limit_kills_the_kernel_cleanly(tmp_path):
+    limits = Limits(cell_timeout_s=60, cpu_seconds=2, max_processes=64)
+    with Kernel(tmp_path, limits, sandboxed=True) as k:
+        run = k.run("while True:\n    pass")
+        after = k.run("print(1)")
+    assert run.status == "crashed" and "CPU-time limit" in run.error, run.error
+    assert after.status == "not run"
