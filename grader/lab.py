@@ -1,0 +1,51 @@
+"""``make lab`` / ``make instructor-lab``: JupyterLab for a student or for the instructor.
+
+A student works on copies of the *released* notebooks (``build/student/<assignment>/``, made once
+and never overwritten), never on the sources that hold the solutions. The instructor's lab opens
+the repository (``course/`` sources and the built course) with nbgrader's formgrader pointed at the
+course directory.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from .assembly import assignments, build, release
+
+__all__ = ["STUDENT_DIR", "student_copies", "run_lab"]
+
+STUDENT_DIR = Path("build/student")
+
+
+def student_copies(root: Path, course: Path, target: Path = STUDENT_DIR) -> list[Path]:
+    """Release when needed, then copy each released assignment that the student does not have yet."""
+    if not (root / "release").is_dir() or not any((root / "release").glob("*/*.ipynb")):
+        build(root, course)
+        release(root)
+    made = []
+    for assignment in assignments(root):
+        folder = target / assignment
+        if not folder.exists():
+            shutil.copytree(root / "release" / assignment, folder)
+            made.append(folder)
+    return made
+
+
+def run_lab(root: Path, *, instructor: bool = False, course: Path = Path("course")) -> int:
+    jupyter = str(Path(sys.executable).parent / "jupyter")
+    if instructor:
+        if not (root / "source").is_dir():
+            build(root, course)
+        here, root = Path.cwd(), root.resolve()
+        print(f"instructor lab: sources in {course}/, the nbgrader course in {root} (Nbgrader > Formgrader)")
+        os.chdir(root)  # formgrader reads ./nbgrader_config.py
+        args = [jupyter, "lab", f"--ServerApp.root_dir={here}", f"--CourseDirectory.root={root}"]
+    else:
+        for folder in student_copies(root, course):
+            print(f"new copy of the released notebook in {folder}/")
+        print(f"student lab on {STUDENT_DIR}/ (released notebooks; run `course-grader validate NB` to self-check)")
+        args = [jupyter, "lab", f"--ServerApp.root_dir={STUDENT_DIR.resolve()}"]
+    os.execv(args[0], args)
+    return 0  # not reached
