@@ -33,9 +33,11 @@ test: setup
 	$(PY) -m pytest tests
 	# Every course notebook, top to bottom, on the bundled data set.
 	D2LITE_DATASET=mnist5k $(PY) -m pytest --nbval-lax --nbval-cell-timeout=600 -p no:cacheprovider course
+	# The course quality gate: solutions full marks, releases zero, no vacuous test, no leak.
+	D2LITE_DATASET=mnist5k $(PY) -m grader check course --workers 2 --quiet
 
 demo: setup
-	$(PY) -m grader demo
+	D2LITE_DATASET=mnist5k $(PY) -m grader demo --workers 2
 
 lab: setup
 	$(PY) -m grader lab
