@@ -25,7 +25,7 @@ from .sandbox import Limits, hand_over, kernel_command, kernel_env
 
 __all__ = ["CellRun", "Kernel"]
 
-INTERRUPT_GRACE_S = 5.0
+INTERRUPT_GRACE_S = 10.0
 MAX_RECORD_BYTES = 64 * 1024 * 1024  # per cell, all record payloads together
 STARTUP_TIMEOUT_S = 120.0
 
@@ -145,25 +145,23 @@ class Kernel:
                 self.dead_reason = "the kernel was killed after a cell ignored the interrupt"
                 self.stop()
                 break
-            got = False
-            try:
-                msg = self.kc.get_iopub_msg(timeout=0.05)
-                got = True
-                if msg["parent_header"].get("msg_id") == msg_id:
+            msg = _poll(self.kc.get_iopub_msg, 0.05)
+            if msg is not None and _parent(msg) == msg_id:
+                try:
                     idle |= self._handle(msg, run, sink)
-            except queue.Empty:
-                pass
-            try:
-                shell = self.kc.get_shell_msg(timeout=0 if got else 0.05)
-                if shell["parent_header"].get("msg_id") == msg_id:
-                    reply = True
-                    if shell["content"].get("status") == "error" and run.status == "ok":
-                        run.status = "error"
-            except queue.Empty:
-                if not got and not self.km.is_alive():
-                    self.dead_reason = self._death()
-                    run.status = "crashed"
-                    break
+                except Exception:  # noqa: BLE001 - a malformed message from the kernel: drop it
+                    pass
+            shell = _poll(self.kc.get_shell_msg, 0 if msg is not None else 0.05)
+            if shell is not None and _parent(shell) == msg_id:
+                reply = True
+                content = shell.get("content")
+                if isinstance(content, dict) and content.get("status") == "error" \
+                        and run.status == "ok":
+                    run.status = "error"
+            if msg is None and shell is None and not self.km.is_alive():
+                self.dead_reason = self._death()
+                run.status = "crashed"
+                break
         run.outputs, run.truncated = sink.outputs, sink.truncated
         if run.status == "crashed":
             run.error = self.dead_reason
@@ -193,6 +191,22 @@ class Kernel:
         elif kind in ("stream", "display_data", "execute_result", "error"):
             sink.add(msg)
         return False
+
+
+def _poll(get, timeout: float):
+    """The next message of a channel, or None (nothing within ``timeout``, or unreadable)."""
+    try:
+        msg = get(timeout=timeout)
+    except queue.Empty:
+        return None
+    except Exception:  # noqa: BLE001 - e.g. JSON nested too deep; the kernel's fault, skip it
+        return None
+    return msg if isinstance(msg, dict) else None
+
+
+def _parent(msg: dict):
+    parent = msg.get("parent_header")
+    return parent.get("msg_id") if isinstance(parent, dict) else None
 
 
 class _OutputSink:

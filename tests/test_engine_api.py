@@ -1,0 +1,133 @@
+"""The engine's interface: references, grade, validate, and refusing to run unsandboxed."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "engine"))
+from submissions import PLAIN, TENSOR, cell_with_id, grade_all, references, release, submission, write  # noqa: E402,E501
+
+from grader import execute  # noqa: E402
+from grader.execute import (Limits, References, ReferenceRunError, SandboxUnavailable,  # noqa: E402
+                            grade, run_reference, validate)
+from grader.record import MIME_TYPE  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("api")
+    refs = references([PLAIN, TENSOR], tmp)
+    wrong_mean = {"mean": "def mean(xs):\n    return sum(xs) / (len(xs) + 1)"}
+    jobs = {
+        "tensor_solution": (TENSOR, write(submission(TENSOR, solved=True), tmp / "ts.ipynb")),
+        "tensor_release": (TENSOR, write(release(TENSOR), tmp / "tr.ipynb")),
+        "plain_solution": (PLAIN, write(submission(PLAIN, solved=True), tmp / "ps.ipynb")),
+        "plain_release": (PLAIN, write(release(PLAIN), tmp / "pr.ipynb")),
+        "plain_wrong_mean": (PLAIN, write(submission(PLAIN, wrong_mean, solved=True),
+                                          tmp / "pw.ipynb")),
+        "row_mean_transposed": (TENSOR, write(submission(TENSOR, {
+            "row_mean": "def row_mean(x):\n    return x.mean(dim=1, keepdim=True)"},
+            solved=True), tmp / "tt.ipynb")),
+    }
+    return tmp, refs, grade_all(jobs, refs, tmp)
+
+
+def test_solution_scores_full_marks(run):
+    _, _, graded = run
+    for name in ("tensor_solution", "plain_solution"):
+        result = graded[name]
+        assert result.score == result.max_score == 4, result.tests
+        assert list(result.tests) == [c.metadata["nbgrader"]["grade_id"] for c in
+                                      result.notebook.cells if c.metadata.get("nbgrader", {})
+                                      .get("grade")]
+        assert result.problems == []
+
+
+def test_release_scores_zero(run):
+    _, _, graded = run
+    for name in ("tensor_release", "plain_release"):
+        assert graded[name].score == 0
+        assert {t.status for t in graded[name].tests.values()} == {"error"}
+        assert all("NotImplementedError" in t.reason for t in graded[name].tests.values())
+
+
+def test_a_wrong_answer_fails_only_its_own_test(run):
+    result = run[2]["plain_wrong_mean"]
+    assert {g: t.status for g, t in result.tests.items()} == {
+        "add_test": "passed", "mean_test": "error", "shout_test": "passed"}
+    assert result.score == 2
+
+
+def test_shape_is_checked_exactly(run):
+    test = run[2]["row_mean_transposed"].tests["row_mean_test"]
+    assert test.status in ("failed", "error") and test.points == 0
+
+
+def test_graded_notebook_keeps_hidden_tests_and_drops_record_outputs(run):
+    result = run[2]["tensor_solution"]
+    test = cell_with_id(result.notebook, "square_test")
+    assert "BEGIN HIDDEN TESTS" in test.source and test.execution_count is not None
+    assert MIME_TYPE not in json.dumps([c.get("outputs", []) for c in result.notebook.cells])
+    nbformat.validate(result.notebook)
+
+
+def test_references_round_trip_and_reject_other_files(run, tmp_path):
+    _, refs, _ = run
+    loaded = References.load(refs[PLAIN])
+    assert set(loaded.cells) == {"add_test", "mean_test", "shout_test"}
+    assert loaded.cells["mean_test"]["hidden"]["rtol"] == 1e-9
+    loaded.save(tmp_path / "again.json")
+    assert References.load(tmp_path / "again.json").cells == loaded.cells
+    (tmp_path / "bad.json").write_text('{"cells": []}')
+    with pytest.raises(ValueError, match="not a course-grader references file"):
+        References.load(tmp_path / "bad.json")
+
+
+def test_grading_against_stale_references_is_flagged(run, tmp_path):
+    tmp, refs, _ = run
+    changed = nbformat.read(str(PLAIN), as_version=4)
+    changed.cells[0].source += "\n\nEdited."
+    source = write(changed, tmp_path / "plain.ipynb")
+    result = grade(source, None, References.load(refs[PLAIN]), workdir=tmp_path / "w")
+    assert any("changed after the reference run" in p for p in result.problems)
+
+
+@pytest.mark.parametrize("damage, words", [
+    (lambda c: setattr(c, "source", c.source.replace("record(", "print(")), "recorded no values"),
+    (lambda c: setattr(c, "source", "assert False, 'broken test'"), "did not pass"),
+])
+def test_reference_run_fails_loudly_on_a_broken_test(tmp_path, damage, words):
+    nb = nbformat.read(str(PLAIN), as_version=4)
+    damage(cell_with_id(nb, "shout_test"))
+    source = write(nb, tmp_path / "broken.ipynb")
+    with pytest.raises(ReferenceRunError, match=words) as err:
+        run_reference(source, workdir=tmp_path / "ref", limits=Limits(cell_timeout_s=30))
+    assert "shout_test" in str(err.value)
+
+
+def test_refuses_to_run_unsandboxed_unless_asked(monkeypatch, tmp_path, run):
+    monkeypatch.setattr(execute, "sandbox_status", lambda: (False, "bwrap is missing"))
+    refs = References.load(run[1][PLAIN])
+    with pytest.raises(SandboxUnavailable, match="bwrap is missing.*--unsafe"):
+        grade(PLAIN, PLAIN, refs, workdir=tmp_path / "a")
+    with pytest.raises(SandboxUnavailable):
+        run_reference(PLAIN, workdir=tmp_path / "b")
+    result = grade(PLAIN, PLAIN, refs, workdir=tmp_path / "c", unsafe=True)
+    assert result.score == 4
+
+
+def test_validate_runs_the_visible_tests_as_they_are(run, tmp_path):
+    tmp = run[0]
+    solved = validate(tmp / "ps.ipynb", workdir=tmp_path / "v1", limits=Limits(cell_timeout_s=30))
+    assert [(t.grade_id, t.status, t.points) for t in solved] == [
+        ("add_test", "passed", 1), ("mean_test", "passed", 2), ("shout_test", "passed", 1)]
+    wrong = validate(tmp / "pw.ipynb", workdir=tmp_path / "v2", limits=Limits(cell_timeout_s=30))
+    assert [t.status for t in wrong] == ["passed", "error", "passed"]
+    assert "mean([1, 2, 3]) should be 2.0" in wrong[1].reason
+    (tmp_path / "bad.ipynb").write_text("{")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        validate(tmp_path / "bad.ipynb", workdir=tmp_path / "v3")

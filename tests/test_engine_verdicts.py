@@ -1,0 +1,88 @@
+"""Verdicts: student values against reference values, decided in the grader (no kernel needed)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from grader.values import encode
+from grader.verdicts import check_records, compare
+
+
+def same(student, reference, rtol=0.0, atol=0.0) -> bool:
+    return compare(encode(student), encode(reference), rtol, atol)[0]
+
+
+@pytest.mark.parametrize("student, reference", [
+    (3, 3), (2.5, 2.5), ("a", "a"), (None, None), (True, True), ([1, (2, "x")], [1, (2, "x")]),
+    ({"w": torch.ones(2), "b": 0.0}, {"b": 0.0, "w": torch.ones(2)}),
+    (torch.Size([2, 3]), torch.Size([2, 3])), (torch.float16, torch.float16),
+    (torch.tensor([1.0, math.nan]), torch.tensor([1.0, math.nan])), (math.inf, math.inf),
+    (torch.zeros(0, 3), torch.zeros(0, 3)), (torch.tensor([1 + 2j]), torch.tensor([1 + 2j])),
+])
+def test_equal_values_match(student, reference):
+    assert same(student, reference)
+
+
+@pytest.mark.parametrize("student, reference, why", [
+    (3, 3.0, "is a int, expected a float"),
+    (True, 1, "is a bool, expected a int"),
+    (1, True, "is a int, expected a bool"),
+    ([1, 2], (1, 2), "is a list, expected a tuple"),
+    (torch.ones(3, dtype=torch.float64), torch.ones(3), "dtype torch.float64, expected torch.float32"),
+    (torch.ones(3, 1), torch.ones(3), "shape (3, 1), expected (3,)"),
+    (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5]), "1 of 2 elements"),
+    (torch.tensor([math.nan]), torch.tensor([0.0]), "1 of 1 elements"),
+    ({"w": 1}, {"w": 1, "b": 2}, "lacks ['b']"),
+    ([1, 2, 3], [1, 2], "has 3 items, expected 2"),
+    ("A", "a", "differs"), (math.nan, 1.0, "differs"), (-math.inf, math.inf, "differs"),
+    (torch.Size([3, 2]), torch.Size([2, 3]), "differs"),
+])
+def test_different_values_do_not_match_and_say_why(student, reference, why):
+    ok, reason = compare(encode(student), encode(reference), 0.1, 0.1)
+    assert not ok and why in reason, reason
+
+
+def test_tolerance_is_relative_plus_absolute_like_torch_isclose():
+    r = torch.tensor([100.0, 0.0])
+    assert same(torch.tensor([100.9, 0.05]), r, rtol=0.01, atol=0.1)
+    assert not same(torch.tensor([101.2, 0.0]), r, rtol=0.01, atol=0.1)
+    assert same(1.0 + 1e-9, 1.0, rtol=1e-6)
+    assert not same(1.0 + 1e-9, 1.0)  # no tolerance: exact
+
+
+def test_device_type_must_match():
+    student = encode(torch.ones(2))
+    student["tensor"]["device"] = "cuda"
+    ok, reason = compare(student, encode(torch.ones(2)), 0, 0)
+    assert not ok and "device" in reason
+
+
+@pytest.mark.parametrize("tree", [
+    {"tensor": {"dtype": "torch.float32", "shape": [2], "device": "cpu", "requires_grad": False,
+                "data": "AAAA"}},  # 4 bytes for 2 floats
+    {"tensor": {"dtype": "os.system", "shape": [], "device": "cpu", "requires_grad": False,
+                "data": ""}},
+    {"int": 3}, {"float": "x"}, {"list": "abc"}, [1, 2], "plain string", {"a": 1, "b": 2},
+])
+def test_malformed_trees_fail_without_raising(tree):
+    ok, reason = compare(tree, encode(1.0), 0, 0)
+    assert not ok and "malformed" in reason
+
+
+def test_each_expected_key_must_be_recorded_exactly_once():
+    expected = {"a": {"value": encode(1), "rtol": 0, "atol": 0},
+                "b": {"value": encode(2.0), "rtol": 0.5, "atol": 0}}
+    good = [{"key": "a", "value": encode(1)}, {"key": "b", "value": encode(2.9)}]
+    assert check_records(expected, good) == (True, "")
+    assert "did not record 'b'" in check_records(expected, good[:1])[1]
+    assert "recorded 2 times" in check_records(expected, good + good[:1])[1]
+    extra = good + [{"key": "extra", "value": encode(0)}, "junk", {"key": 3}]
+    assert check_records(expected, extra)[0]
+
+
+def test_student_tolerances_are_ignored():
+    expected = {"a": {"value": encode(1.0), "rtol": 0, "atol": 0}}
+    forged = [{"key": "a", "value": encode(1.5), "rtol": 10.0, "atol": 10.0}]
+    assert not check_records(expected, forged)[0]
