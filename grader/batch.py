@@ -29,7 +29,7 @@ from .collect import REJECTED_FILE, TIMESTAMP_FILE, timestamp_text
 __all__ = ["MARKER", "Outcome", "autograde", "outcomes", "grade_table"]
 
 MARKER = "course-grader.json"
-ATTENTION = ("error", "timeout", "crashed", "not run", "missing")
+ATTENTION = ("timeout", "crashed", "not run", "missing")  # beyond a wrong answer
 
 
 @dataclass
@@ -262,7 +262,7 @@ def outcomes(root: Path, names: list[str] | None = None, students: list[str] | N
 
 
 def grade_table(root: Path, results: list[Outcome]) -> str:
-    """Student x assignment scores, then every submission that needs attention and why."""
+    """Student x assignment scores; then what needs attention, and each submission's failed tests."""
     names = sorted({o.assignment for o in results}) or course_assignments(root)
     submitted = root / "submitted"
     folders = {p.name for p in submitted.iterdir() if p.is_dir()} if submitted.is_dir() else set()
@@ -270,19 +270,34 @@ def grade_table(root: Path, results: list[Outcome]) -> str:
     by = {(o.student, o.assignment): o for o in results}
     width = max([len("student"), *map(len, students)])
     lines = ["student".ljust(width) + "".join(f"  {n:>14}" for n in names)]
-    attention = []
+    attention, failures = [], []
     for student in students:
         cells = []
         for name in names:
             o = by.get((student, name))
             cells.append(f"  {f'{o.score:g}/{o.max_score:g}' if o else '-':>14}")
+            where = f"{student} / {name}"
             if o is None:
-                attention.append(f"{student} / {name}: nothing submitted")
+                attention.append(f"{where}: nothing submitted")
                 continue
-            reasons = list(o.problems) + [f"{t['grade_id']}: {t['status']} - {t['reason']}"
-                                          for t in o.tests if t["status"] in ATTENTION]
-            attention += [f"{student} / {name}: {r}" for r in dict.fromkeys(reasons)]
+            reasons = list(o.problems) + [f"{t['grade_id']}: {t['status']} - {t['reason']}" for t in o.tests
+                                          if t["status"] in ATTENTION and t["status"] != "missing"]
+            attention += [f"{where}: {r}" for r in dict.fromkeys(reasons)]
+            failures += _failures(where, o.tests)
         lines.append(student.ljust(width) + "".join(cells))
     if attention:
         lines += ["", "needs attention:"] + [f"  {line}" for line in attention]
+    if failures:
+        lines += ["", "failed tests (reasons are in each student's feedback):"] + [f"  {line}" for line in failures]
     return "\n".join(lines)
+
+
+def _failures(where: str, tests: list[dict]) -> list[str]:
+    """One line per submission: stubs left as released are counted, other failures named."""
+    failed = [t for t in tests if t["status"] in ("failed", "error")]
+    untouched = [t for t in failed if "NotImplementedError" in t["reason"]]
+    named = [f"{t['grade_id']} ({t['reason'][:90]})" for t in failed if t not in untouched]
+    parts = named[:3] + ([f"{len(named) - 3} more"] if len(named) > 3 else [])
+    if untouched:
+        parts.append(f"{len(untouched)} not attempted")
+    return [f"{where}: " + "; ".join(parts)] if parts else []

@@ -115,7 +115,8 @@ def _store(root: Path, student: str, assignment: str, notebook: Path, when: date
     try:
         nbformat.read(str(notebook), as_version=4)
     except Exception as error:
-        reason = f"unreadable notebook {notebook.name}: {type(error).__name__}: {str(error)[:200]}"
+        first = (str(error).strip().splitlines() or [""])[0][:120]
+        reason = f"unreadable notebook {notebook.name} ({type(error).__name__}: {first})"
         report.rejected.append(Rejected(f"{who}/{notebook.name}", reason))
         (target / REJECTED_FILE).write_text(json.dumps({f"{assignment}.ipynb": reason}), encoding="utf-8")
     else:

@@ -80,10 +80,12 @@ def feedback(root: Path, assignments: list[str] | None = None, students: list[st
     if not done:
         raise GraderError(f"nothing graded yet in {root}; run `course-grader autograde` first")
     written = []
-    for outcome in done:
-        result = api.generate_feedback(outcome.assignment, outcome.student, force=True)
+    pairs = sorted({(o.assignment, o.student if students else None) for o in done}, key=str)
+    for assignment, student in pairs:  # one nbgrader run per assignment unless students were chosen
+        result = api.generate_feedback(assignment, student, force=True)
         if not result.get("success"):
-            raise GraderError(f"nbgrader could not write feedback for {outcome.student} / {outcome.assignment}:\n"
+            raise GraderError(f"nbgrader could not write feedback for {assignment} ({student or 'all students'}):\n"
                               + ((result.get("error") or "") + (result.get("log") or ""))[-2000:])
+    for outcome in done:
         written += sorted((root / "feedback" / outcome.student / outcome.assignment).glob("*.html"))
     return written
