@@ -5,15 +5,17 @@ Drop-in for d2l's ``Animator`` (same arguments, ``add(x, y)``, attributes ``X``,
 
 - In a notebook (JupyterLab, VS Code) the plot is ONE output updated in place through a display
   handle, instead of d2l's display + ``clear_output`` (which also wipes the cell's prints).
-- Redraws are throttled: at most one every ``min_interval`` seconds, and spaced so that drawing
-  takes at most ``max_overhead`` (1 %) of the time. The latest points are always drawn at the end:
-  on ``close()``, on leaving a ``with`` block, and after the notebook cell finishes.
+- Redraws are throttled: the time spent drawing stays within ``max_overhead`` (1 %) of the
+  time since the animator was created, keeping room for the last redraw, and two redraws are
+  at least ``min_interval`` apart. The latest points are always drawn at the end: on
+  ``close()``, on leaving a ``with`` block, and after the notebook cell finishes.
 - Where nobody can see a plot (a script, CI, nbgrader/course-grader runs: the variables
   ``NBGRADER_EXECUTION``, ``COURSE_GRADER_RECORD`` or ``CI`` set) it draws nothing and prints
   nothing; ``display=True``/``False`` overrides the detection. ``save(path)`` still works.
 - The figure is a plain ``matplotlib.figure.Figure`` rendered with Agg, never registered with
   pyplot: no backend is switched, nothing leaks, and Jupyter's inline backend does not show a
-  second, static copy at the end of the cell.
+  second, static copy at the end of the cell. It is made on first use, so a headless animator
+  that is never drawn costs nothing but storing the points.
 - Any number of series (``fmts`` cycle); plots with several axes draw on ``axes[0]`` like d2l.
 """
 from __future__ import annotations
@@ -78,9 +80,12 @@ def _as_list(v) -> list:
     """A value or sequence of values as a list of Python numbers (or None)."""
     if isinstance(v, torch.Tensor):
         return [v.item()] if v.ndim == 0 else v.detach().cpu().reshape(-1).tolist()
-    if hasattr(v, "__len__") and not isinstance(v, str):
+    if isinstance(v, (str, bytes)) or not hasattr(v, "__len__"):
+        return [v]
+    try:
         return [x.item() if isinstance(x, torch.Tensor) else x for x in v]
-    return [v]
+    except TypeError:  # a 0-d array has __len__ but cannot be iterated
+        return [v]
 
 
 class Animator:
@@ -91,12 +96,15 @@ class Animator:
             animator.add(epoch + 1, (loss, acc))   # one y per series; None skips a series
         animator.close()                            # or use `with Animator(...) as animator:`
 
-    The first nine arguments are d2l's. Keyword-only extras:
+    The first eleven arguments are d2l's. Keyword-only extras:
     display: True/False forces live drawing on/off; None (default) = ``live_display_available()``.
     min_interval: the shortest time between two redraws, in seconds.
-    max_overhead: the largest fraction of the time spent redrawing (redraws are spaced by
-        ``time of the last redraw / max_overhead``).
+    max_overhead: the largest share of the time (since creation) spent drawing, final redraw
+        included; before the first redraw its cost is guessed as ``FIRST_DRAW_GUESS`` seconds.
+    dpi: resolution of the PNG shown and saved (figsize inches * dpi pixels).
     """
+
+    FIRST_DRAW_GUESS = 0.2
 
     def __init__(self, xlabel=None, ylabel=None, legend=None, xlim=None, ylim=None,
                  xscale="linear", yscale="linear", fmts=("-", "m--", "g-.", "r:"),
@@ -106,9 +114,8 @@ class Animator:
             raise ValueError("Animator: fmts must name at least one line format, e.g. ('-',)")
         if not 0 < max_overhead <= 1:
             raise ValueError(f"Animator: max_overhead is a fraction in (0, 1], got {max_overhead}")
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-
+        self._layout = dict(xlabel=xlabel, ylabel=ylabel, xlim=xlim, ylim=ylim, xscale=xscale,
+                            yscale=yscale, nrows=nrows, ncols=ncols, figsize=figsize)
         self.legend = list(legend) if legend else []
         self.fmts = tuple(fmts)
         self.X: list[list] | None = None
@@ -116,27 +123,40 @@ class Animator:
         self.live = live_display_available() if display is None else bool(display)
         self.min_interval, self.max_overhead, self.dpi = min_interval, max_overhead, dpi
         self.closed = False
-
-        self._fig = Figure(figsize=figsize)
-        FigureCanvasAgg(self._fig)
-        self._axes = list(self._fig.subplots(nrows, ncols, squeeze=False).ravel())
-        ax = self._axes[0]
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        ax.set_xscale(xscale)
-        ax.set_yscale(yscale)
-        if xlim is not None:
-            ax.set_xlim(xlim)
-        if ylim is not None:
-            ax.set_ylim(ylim)
-        ax.grid()
+        self.redraws = 0         # how many times the plot was shown
+        self._fig = None         # made on first use, see _figure()
         self._lines: list = []
         self._stale = False      # points added since the artists were last updated
         self._unshown = False    # points added since the plot was last shown
-        self._next_show = 0.0    # _clock() time before which we do not redraw
+        self._created = _clock()
+        self._drawing = 0.0      # seconds spent drawing for display so far
+        self._last_cost = None   # seconds the last redraw took
+        self._last_show = None   # _clock() time of the last redraw
         self._handle = None      # IPython display handle, once shown
         if self.live:
             _hook_cell_end()
+
+    def _figure(self):
+        """The figure, made (and its axes configured like d2l's ``set_axes``) on first use."""
+        if self._fig is None:
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+            from matplotlib.figure import Figure
+
+            o = self._layout
+            self._fig = Figure(figsize=o["figsize"])
+            FigureCanvasAgg(self._fig)
+            self._axes = list(self._fig.subplots(o["nrows"], o["ncols"], squeeze=False).ravel())
+            ax = self._axes[0]
+            ax.set_xlabel(o["xlabel"])
+            ax.set_ylabel(o["ylabel"])
+            ax.set_xscale(o["xscale"])
+            ax.set_yscale(o["yscale"])
+            if o["xlim"] is not None:
+                ax.set_xlim(o["xlim"])
+            if o["ylim"] is not None:
+                ax.set_ylim(o["ylim"])
+            ax.grid()
+        return self._fig
 
     # d2l code reads these attributes directly; bring the artists up to date first.
     @property
@@ -171,10 +191,18 @@ class Animator:
                 self.Y[i].append(b)
         self._stale = self._unshown = True
         if self.live:
-            if _clock() >= self._next_show:
+            if self._may_show(_clock()):
                 self._show()
             else:
                 _PENDING.add(self)
+
+    def _may_show(self, now: float) -> bool:
+        """Redraw now? Only if min_interval has passed and drawing this time and once more at
+        the end keeps the drawing time within max_overhead of the time since creation."""
+        if self._last_show is not None and now - self._last_show < self.min_interval:
+            return False
+        cost = self.FIRST_DRAW_GUESS if self._last_cost is None else self._last_cost
+        return self._drawing + 2 * cost <= self.max_overhead * (now - self._created)
 
     def flush(self) -> None:
         """Draw now if points were added since the last redraw (live mode only)."""
@@ -211,6 +239,7 @@ class Animator:
     # -- drawing ------------------------------------------------------------------------------
 
     def _update_artists(self) -> None:
+        self._figure()
         if not self._stale:
             return
         ax = self._axes[0]
@@ -228,10 +257,12 @@ class Animator:
     def _show(self) -> None:
         start = _clock()
         self._publish(self.png())
+        end = _clock()
         self._unshown = False
         _PENDING.discard(self)
-        end = _clock()
-        self._next_show = end + max(self.min_interval, (end - start) / self.max_overhead)
+        self.redraws += 1
+        self._last_cost, self._last_show = end - start, end
+        self._drawing += end - start
 
     def _publish(self, png: bytes) -> None:
         """Show the PNG: the first time as a new output, then by updating that same output."""

@@ -108,17 +108,6 @@ def test_close_stops_the_animator():
         animator.add(1, 2)
 
 
-def test_live_redraws_are_throttled_and_the_final_points_are_shown():
-    animator = RecordingAnimator(min_interval=3600)
-    for x in range(100):
-        animator.add(x, (x, -x))
-    assert len(animator.shown) == 1, "the first point shows at once, then redraws wait"
-    animator.close()
-    assert len(animator.shown) == 2, "closing draws the points not shown yet"
-    assert animator.shown[-1] == animator.png(), "what is shown last is the final plot"
-    assert animator.X[0] == list(range(100))
-
-
 class FakeClock:
     def __init__(self):
         self.now = 0.0
@@ -127,34 +116,74 @@ class FakeClock:
         return self.now
 
 
-def test_redraws_wait_min_interval_and_keep_drawing_under_max_overhead(monkeypatch):
-    clock = FakeClock()
-    monkeypatch.setattr(d2lite.plot, "_clock", clock)
-    animator = RecordingAnimator(min_interval=0.5, max_overhead=0.01)
-    animator.add(0, 0)                # t = 0: first point, drawn at once (drawing takes no time)
-    clock.now = 0.4
-    animator.add(1, 1)                # too soon
-    clock.now = 0.5
-    animator.add(2, 2)                # min_interval later: drawn
-    assert len(animator.shown) == 2
+@pytest.fixture
+def clock(monkeypatch):
+    fake = FakeClock()
+    monkeypatch.setattr(d2lite.plot, "_clock", fake)
+    return fake
 
-    def slow_publish(png):            # from now on a redraw takes 0.1 s ...
+
+def test_live_redraws_are_throttled_and_the_final_points_are_shown(clock):
+    animator = RecordingAnimator()
+    for x in range(100):              # all at t = 0: no time has passed, so no budget to draw
+        animator.add(x, (x, -x))
+    assert animator.shown == []
+    animator.close()
+    assert len(animator.shown) == 1, "closing draws the points not shown yet"
+    assert animator.shown[-1] == animator.png(), "what is shown last is the final plot"
+    assert animator.X[0] == list(range(100))
+
+
+def test_drawing_stays_within_max_overhead_of_the_elapsed_time(clock):
+    animator = RecordingAnimator(min_interval=0.5, max_overhead=0.01)
+
+    def publish(png):                 # every redraw takes 0.1 s
         clock.now += 0.1
         animator.shown.append(png)
-    animator._publish = slow_publish
-    clock.now = 1.0
-    animator.add(3, 3)                # drawn, ending at t = 1.1
-    for t in (2.0, 5.0, 11.0):        # ... so the next waits 0.1 / 0.01 = 10 s
+    animator._publish = publish
+
+    def add_at(t):
         clock.now = t
         animator.add(t, t)
-    assert len(animator.shown) == 3
-    clock.now = 11.2                  # past 1.1 + 10 s
-    animator.add(12, 12)
-    assert len(animator.shown) == 4
+        return len(animator.shown)
+
+    # A redraw must leave room for itself and the final one: spent + 2 * cost <= 1 % of the
+    # time since creation. Before the first redraw the cost is guessed: 0.2 s, so t >= 40 s.
+    assert animator.FIRST_DRAW_GUESS == 0.2
+    assert [add_at(t) for t in (5, 20, 39.9)] == [0, 0, 0]
+    assert add_at(40) == 1            # spent 0.1 s; from now on the cost is the measured 0.1 s
+    assert add_at(40.3) == 1          # only 0.2 s after the last redraw: min_interval
+    assert add_at(40.7) == 2          # 0.1 + 0.2 <= 0.407; spent 0.2 s
+    assert add_at(41.5) == 3          # 0.2 + 0.2 <= 0.415; spent 0.3 s
+    assert add_at(45) == 3            # 0.3 + 0.2 >  0.45
+    assert add_at(50.1) == 4          # 0.3 + 0.2 <= 0.501; spent 0.4 s
+    assert add_at(51) == 4            # 0.4 + 0.2 >  0.51: waits for the final redraw ...
+    animator.close()
+    assert len(animator.shown) == 5   # ... spent 0.5 s in 51.1 s: within 1 %
+    assert 5 * 0.1 <= 0.01 * clock.now
 
 
-def test_flush_only_redraws_when_there_is_something_new():
-    animator = RecordingAnimator(min_interval=3600)
+def test_redraws_are_at_least_min_interval_apart(clock):
+    animator = RecordingAnimator(min_interval=0.5, max_overhead=1.0)
+    clock.now = 1.0
+    animator.add(0, 0)                # redraws take no time here, so only min_interval limits
+    clock.now = 1.4
+    animator.add(1, 1)
+    clock.now = 1.5
+    animator.add(2, 2)
+    assert len(animator.shown) == 2
+
+
+def test_headless_animator_makes_no_figure_until_asked():
+    animator = d2lite.Animator(display=False)
+    for x in range(10):
+        animator.add(x, x)
+    assert animator._fig is None, "storing points is all a headless animator does"
+    assert len(animator.axes[0].lines) == 1
+
+
+def test_flush_only_redraws_when_there_is_something_new(clock):
+    animator = RecordingAnimator()
     animator.add(0, 0)
     animator.flush()
     assert len(animator.shown) == 1
@@ -175,7 +204,7 @@ NOTEBOOK = [
     import hashlib, os
     import torch
     import d2lite
-    animator = d2lite.Animator(legend=["a", "b", "c"], min_interval=3600)
+    animator = d2lite.Animator(legend=["a", "b", "c"])
     print("live", animator.live)
     """,
     """
