@@ -33,11 +33,11 @@ def forge(key: str, tree) -> str:
             f"display({{{MIME_TYPE!r}: {payload!r}}}, raw=True)\n")
 
 
-def attacks(refs: dict, tmp: Path, port: int) -> dict[str, tuple[Path, dict]]:
+def attacks(refs: dict, refs_file: Path, port: int) -> dict[str, tuple[Path, dict]]:
     """name -> (source, answers); ``refs`` are the reference values (the strongest attacker)."""
     add_refs = refs["add_test"]
     known_visible = "from IPython.display import display\n"  # the visible answer is no secret
-    secret_paths = [str(PLAIN), str(tmp / "plain.refs.json")]
+    secret_paths = [str(PLAIN), str(refs_file)]
     return {
         "excepthook": (PLAIN, {
             "add": "import sys\nsys.excepthook = lambda *a: None\n"
@@ -118,14 +118,14 @@ def attacks(refs: dict, tmp: Path, port: int) -> dict[str, tuple[Path, dict]]:
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("attacks")
-    refs = references([PLAIN, TENSOR], tmp)
+    refs = references([PLAIN, TENSOR], tmp_path_factory)
     plain_refs = json.loads(refs[PLAIN].read_text())["cells"]
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
     threading.Thread(target=_serve, args=(server,), daemon=True).start()
     jobs = {}
-    for name, (source, answers) in attacks(plain_refs, tmp, server.getsockname()[1]).items():
+    for name, (source, answers) in attacks(plain_refs, refs[PLAIN], server.getsockname()[1]).items():
         jobs[name] = source, write(submission(source, answers), tmp / "subs" / f"{name}.ipynb")
     jobs["edited_test_cell"] = PLAIN, write(submission(PLAIN, WRONG, mutate=_edit_tests),
                                             tmp / "subs" / "edited_test_cell.ipynb")

@@ -20,7 +20,7 @@ from grader.record import MIME_TYPE  # noqa: E402
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("api")
-    refs = references([PLAIN, TENSOR], tmp)
+    refs = references([PLAIN, TENSOR], tmp_path_factory)
     wrong_mean = {"mean": "def mean(xs):\n    return sum(xs) / (len(xs) + 1)"}
     jobs = {
         "tensor_solution": (TENSOR, write(submission(TENSOR, solved=True), tmp / "ts.ipynb")),

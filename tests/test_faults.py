@@ -85,7 +85,7 @@ GOOD = {"add": "def add(a, b):\n    return a + b", "shout": "def shout(s):\n    
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("faults")
-    refs = references([PLAIN], tmp)
+    refs = references([PLAIN], tmp_path_factory)
     subs = tmp / "subs"
     jobs = {name: (PLAIN, write(submission(PLAIN, {**GOOD, "mean": mean}, mutate=mutate),
                                 subs / f"{name}.ipynb"))
