@@ -127,6 +127,8 @@ def _execute(nb, roles: list[Role], workdir: Path, limits: Limits, *, sandboxed:
             label = roles[i].grade_id or f"cell {i + 1}"
             if run.status == "timeout":
                 problems.append(f"{label} timed out after {limits.cell_timeout_s:g} s")
+                if not kernel.alive():
+                    problems.append(_replay(kernel, nb, runs, i, label))
             elif run.status == "crashed":
                 problems.append(f"{label}: {run.error}; later cells were not run")
             if run.truncated:
@@ -138,6 +140,23 @@ def _execute(nb, roles: list[Role], workdir: Path, limits: Limits, *, sandboxed:
     finally:
         kernel.__exit__(None, None, None)
     return runs, problems
+
+
+def _replay(kernel: Kernel, nb, runs: dict[int, CellRun], upto: int, label: str) -> str:
+    """After a cell ignored the interrupt and its kernel was killed: start a fresh kernel and
+    run again, silently, every cell before it that had succeeded. Returns the problem to report."""
+    try:
+        kernel.restart()
+    except (RuntimeError, OSError):
+        return f"{label} ignored the interrupt; the kernel could not be restarted"
+    for j in range(upto):
+        if j in runs and runs[j].status == "ok" and kernel.run(nb.cells[j].source).status != "ok":
+            kernel.stop()
+            kernel.dead_reason = (f"the kernel was restarted after {label} ignored the interrupt, "
+                                  "but the cells before it did not run again")
+            return kernel.dead_reason + "; later cells were not run"
+    return (f"{label} ignored the interrupt: the kernel was restarted and the cells before it "
+            "were run again")
 
 
 def run_reference(source: Path, *, workdir: Path, limits: Limits = Limits(),

@@ -110,6 +110,11 @@ class Kernel:
                 pass
         self.km = self.kc = None
 
+    def restart(self) -> None:
+        """A fresh kernel in place of this one (nothing of the old one's state survives)."""
+        self.stop()
+        self.start()
+
     def alive(self) -> bool:
         return self.km is not None and self.km.is_alive()
 
