@@ -106,6 +106,14 @@ def attacks(refs: dict, refs_file: Path, port: int) -> dict[str, tuple[Path, dic
                        "        " + line + "\n" for line in
                        forge("hidden", add_refs["hidden"]["value"]).splitlines())
                    + "    return a - b"}),
+        "thread_forging_records": (PLAIN, {
+            "add": WRONG["add"] + "\nimport threading, time\ndef spam():\n"
+                   "    for _ in range(100):\n"
+                   + "".join("        " + line + "\n" for line in
+                             forge("hidden", add_refs["hidden"]["value"]).splitlines())
+                   + "        time.sleep(0.05)\nthreading.Thread(target=spam, daemon=True).start()"}),
+        "silenced_display": (PLAIN, {
+            "add": WRONG["add"] + "\nget_ipython().display_pub.publish = lambda *a, **k: None"}),
         "record_rebound": (PLAIN, {
             "add": WRONG["add"] + "\n" + known_visible +
                    "def record(key, value, **kw):\n"
@@ -226,6 +234,15 @@ def test_correct_records_forged_during_a_test_count_as_duplicates(graded):
     r = graded["forged_records_during_test"]
     assert r.tests["add_test"].points == 0
     assert "'hidden' was recorded 2 times" in r.tests["add_test"].reason
+
+
+def test_a_thread_forging_records_in_the_background_earns_nothing(graded):
+    assert graded["thread_forging_records"].tests["add_test"].points == 0
+
+
+def test_silencing_the_display_publisher_earns_nothing(graded):
+    test = graded["silenced_display"].tests["add_test"]
+    assert test.points == 0 and "did not record" in test.reason
 
 
 def test_rebinding_record_earns_nothing(graded):
