@@ -1,0 +1,159 @@
+"""End to end on the fixture course: build -> release -> collect -> autograde -> feedback -> export.
+
+A small class: a full solution (whose answer prints a warning on stderr), the untouched release,
+a corrupt file, a broadcasting bug and a partly solved notebook; then idempotent re-runs, --force,
+and a batch killed with SIGKILL and resumed with other workers, ending with identical grades.
+"""
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from grader import course as nbs
+from grader.assembly import build, release
+from grader.batch import MARKER, autograde, grade_table, outcomes
+from grader.cli import main
+from grader.collect import collect
+from grader.export import export_csv
+from grader.feedback import feedback
+
+FIXTURE = Path(__file__).parent / "fixtures" / "grader" / "course" / "01_fixture.ipynb"
+A = "01_fixture"
+EXPECTED = {"Zoë Ñ": 6.0, "bob": 0.0, "carol": 0.0, "dan": 3.0, "eve": 2.0}
+HIDDEN_TEXT = ["manual_seed(1)", "generator=g", "linspace(0, 1, 11"]
+
+
+def _scores(results):
+    return {o.student: o.score for o in results}
+
+
+def _verdicts(results):
+    return {(o.student, t["grade_id"]): (t["points"], t["status"]) for o in results for t in o.tests}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """The fixture course in a path with a space, its class collected and graded with 2 workers."""
+    base = tmp_path_factory.mktemp("e2e")
+    root = base / "my course"
+    build(root, FIXTURE.parent)
+    release(root)
+    source = nbs.read_notebook(FIXTURE)
+    inbox = base / "inbox"
+    broadcasting_bug = nbs.read_notebook(FIXTURE)
+    for cell in broadcasting_bug.cells:  # (n, m) becomes (m, n): a transposed difference
+        cell.source = cell.source.replace("x[:, None, :] - y[None, :, :]", "y[:, None, :] - x[None, :, :]")
+    class_ = {"Zoë Ñ": source, "bob": nbs.read_notebook(root / "release" / A / f"{A}.ipynb"),
+              "dan": broadcasting_bug, "eve": nbs.stub(source, {"pairwise", "mean_of"})}
+    for student, nb in class_.items():
+        nbs.write_notebook(nb, inbox / student / f"{A}.ipynb")
+    (inbox / "carol").mkdir()
+    (inbox / "carol" / f"{A}.ipynb").write_text('{"cells": [')
+    report = collect(root, inbox)
+    assert len(report.imported) == 5 and len(report.rejected) == 1
+    results = autograde(root, workers=2, unsafe=False)
+    return root, results
+
+
+def test_scores_follow_the_answers(graded):
+    """Full marks for the solution even though it warns on stderr; zero for release and corrupt file."""
+    root, results = graded
+    assert _scores(results) == EXPECTED
+    by = {o.student: o for o in results}
+    assert {t["grade_id"]: t["status"] for t in by["dan"].tests}["test_pairwise"] in ("failed", "error")
+    assert any("unreadable notebook" in p for p in by["carol"].problems)
+    table = grade_table(root, results)
+    assert "Zoë Ñ" in table and "6/6" in table and "needs attention:" in table and "carol / 01_fixture" in table
+
+
+def test_grades_are_in_nbgraders_gradebook_and_folders(graded):
+    from nbgrader.api import Gradebook
+
+    root, _ = graded
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "d2lite") as gb:
+        assert {s.student.id: s.score for s in gb.assignment_submissions(A)} == EXPECTED
+    assert (root / "autograded" / "Zoë Ñ" / A / f"{A}.ipynb").exists()
+    assert (root / "autograded" / "Zoë Ñ" / A / "timestamp.txt").exists()
+
+
+def test_feedback_shows_verdicts_but_no_hidden_tests(graded):
+    root, _ = graded
+    pages = feedback(root)
+    assert len(pages) == 5
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        assert not [t for t in HIDDEN_TEXT if t in html], f"{page} reveals hidden test source"
+        assert "hidden tests are not shown" in html
+    dan = (root / "feedback" / "dan" / A / f"{A}.html").read_text(encoding="utf-8")
+    assert "ERROR (0/3): The test raised AssertionError" in dan and "PASSED (2/2)" in dan
+
+
+def test_export_writes_one_row_per_student(graded, tmp_path):
+    root, _ = graded
+    rows = list(csv.DictReader(export_csv(root, tmp_path / "grades.csv").open(encoding="utf-8")))
+    assert {r["student_id"]: float(r["score"]) for r in rows} == EXPECTED
+    assert {r["max_score"] for r in rows} == {"6.0"}
+
+
+def test_rerun_is_idempotent_and_force_regrades(graded):
+    root, results = graded
+    marker = root / "autograded" / "bob" / A / MARKER
+    before = {p: p.stat().st_mtime_ns for p in (root / "autograded").glob(f"*/{A}/{MARKER}")}
+    again = autograde(root, workers=2)
+    assert _verdicts(again) == _verdicts(results)
+    assert {p: p.stat().st_mtime_ns for p in before} == before, "nothing is regraded without --force"
+    forced = autograde(root, students=["bob"], force=True, workers=1)
+    assert marker.stat().st_mtime_ns != before[marker]
+    assert _verdicts(forced) == {k: v for k, v in _verdicts(results).items() if k[0] == "bob"}
+
+
+def test_sigkill_halfway_then_resume_gives_the_same_grades(graded, tmp_path):
+    """Kill a 1-worker batch after its first submission; the 2-worker rerun grades only the rest."""
+    root, results = graded
+    copy = tmp_path / "copy of course"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns("autograded", "feedback"))
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    process = subprocess.Popen([sys.executable, "-m", "grader", "--root", str(copy), "autograde", "--workers", "1",
+                                "--quiet"], env=env, start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while not list(copy.glob(f"autograded/*/{A}/{MARKER}")) and time.monotonic() < deadline:
+        assert process.poll() is None, "the batch ended before it could be killed"
+        time.sleep(0.1)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    done = {p: p.stat().st_mtime_ns for p in copy.glob(f"autograded/*/{A}/{MARKER}")}
+    assert 1 <= len(done) < 5
+    resumed = autograde(copy, workers=2)
+    assert _verdicts(resumed) == _verdicts(results)
+    assert {p: p.stat().st_mtime_ns for p in done} == done, "finished submissions are not graded again"
+    assert all(json.loads(p.read_text())["student"] for p in copy.glob(f"autograded/*/{A}/{MARKER}"))
+
+
+def test_validate_exit_codes(graded, tmp_path, capsys):
+    """0 when every visible check passes, 1 when one fails, 2 when the notebook is unreadable."""
+    root, _ = graded
+    assert main(["validate", str(FIXTURE)]) == 0
+    assert main(["validate", str(root / "release" / A / f"{A}.ipynb")]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  test_scale" in out and "0/3 visible checks pass" in out
+    broken = tmp_path / "broken.ipynb"
+    broken.write_text("{")
+    assert main(["validate", str(broken)]) == 2
+
+
+def test_a_student_id_that_escapes_is_refused(graded, tmp_path):
+    root, _ = graded
+    inbox = tmp_path / "inbox"
+    (inbox / "a..b").mkdir(parents=True)
+    shutil.copy(FIXTURE, inbox / "a..b" / f"{A}.ipynb")
+    report = collect(root, inbox)
+    assert report.imported == [] and "refusing student id" in report.rejected[0].reason
+    assert not (root / "a..b").exists() and not (root.parent / A).exists()
