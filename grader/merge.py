@@ -136,9 +136,6 @@ def merge(source: nbformat.NotebookNode, cells: list[_Cell] | None) -> Merged:
             if found:
                 answers[i] = found
                 used.update(found)
-                if len(found) > 1:
-                    problems.append(f"answer cell {gid!r} appears {len(found)} times; "
-                                    "all copies were run in order")
             continue
         if found:
             anchor[i] = found[0]
@@ -196,9 +193,6 @@ def _assemble(source, cells, answers, anchor, used, problems) -> Merged:
             continue
         after = max((position[k] for k in position if k < j), default=-1)
         added.setdefault(after, []).append(j)
-    if added:
-        count = sum(len(v) for v in added.values())
-        problems.append(f"{count} code cell(s) the student added were run where they stood")
     for j in added.get(-1, []):
         nb.cells.append(nbformat.v4.new_code_cell(cells[j].source))
         roles.append(Role("added"))

@@ -12,6 +12,7 @@ dumps) are set with ``prlimit`` just before Python starts. See ``grader/THREAT_M
 from __future__ import annotations
 
 import functools
+import glob
 import os
 import shutil
 import subprocess
@@ -145,8 +146,8 @@ def _parents(paths: list[Path]) -> list[str]:
 def kernel_command(argv: list[str], *, workdir: Path | None, sockdir: Path | None,
                    limits: Limits, unsafe: bool, env: dict[str, str] | None = None) -> list[str]:
     """The command line that runs ``argv`` (a Python kernel) isolated, or just rate-limited."""
-    if unsafe:
-        return _rlimits(limits) + argv
+    if unsafe:  # e.g. a student's own machine: limits where prlimit exists (not on macOS)
+        return (_rlimits(limits) if shutil.which("prlimit") else []) + argv
     ro = _ro_dirs()
     rw = [Path(p).resolve() for p in (workdir, sockdir) if p is not None]
     cmd = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
@@ -167,6 +168,11 @@ def kernel_command(argv: list[str], *, workdir: Path | None, sockdir: Path | Non
             cmd += ["--symlink", os.readlink(root), root]
     for d in rw:
         cmd += ["--bind", str(d), str(d)]
+    gpus = sorted(glob.glob("/dev/nvidia*")) + (["/dev/dri"] if Path("/dev/dri").exists() else [])
+    for dev in gpus:  # GPU machines: the course's GPU notebooks need the devices and /sys
+        cmd += ["--dev-bind", dev, dev]
+    if gpus:
+        cmd += ["--ro-bind", "/sys", "/sys"]
     cmd += ["--chdir", str(workdir or "/tmp")]
     for name, value in (env or {}).items():
         cmd += ["--setenv", name, value]
