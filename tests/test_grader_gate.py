@@ -1,0 +1,46 @@
+"""The course quality gate catches a vacuous test and a test that records nothing.
+
+(A leaked solution is caught without running kernels: see test_grader_course.py. The gate
+passing on good notebooks is exercised by `make test` on the real course.)
+"""
+from pathlib import Path
+
+import pytest
+
+from grader.cli import main
+from grader.gate import check_notebooks
+
+FIXTURES = Path(__file__).parent / "fixtures" / "grader"
+
+
+@pytest.fixture(scope="module")
+def reports():
+    paths = [FIXTURES / "vacuous" / "01_vacuous.ipynb", FIXTURES / "norecord" / "01_norecord.ipynb"]
+    return {r.notebook.parent.name: {c.name: c for c in r.checks} for r in check_notebooks(paths, workers=2)}
+
+
+def test_a_test_that_passes_on_the_stub_is_flagged(reports):
+    checks = reports["vacuous"]
+    assert checks["a"].ok, checks["a"].detail
+    assert not checks["b"].ok and "test_scale earns 2" in checks["b"].detail
+    assert not checks["c:test_scale"].ok and "does not depend on the student's answer" in checks["c:test_scale"].detail
+    assert checks["c:test_pairwise"].ok, "an honest test of the same notebook passes (c)"
+    assert checks["d"].ok and checks["e"].ok
+
+
+def test_a_test_that_records_nothing_fails_the_reference_run(reports):
+    checks = reports["norecord"]
+    assert not checks["reference"].ok and "recorded no values" in checks["reference"].detail
+    assert "a" not in checks, "nothing is graded without reference values"
+
+
+def test_check_exits_non_zero_on_a_bad_notebook_without_running_it(capsys, tmp_path):
+    """A header that announces the wrong total fails (e); the exit code says so."""
+    import nbformat
+
+    nb = nbformat.read(str(FIXTURES / "norecord" / "01_norecord.ipynb"), as_version=4)
+    nb.cells = nb.cells[:1]  # no exercises left: header says 2 points, tests add up to 0
+    path = tmp_path / "01_empty.ipynb"
+    nbformat.write(nb, str(path))
+    assert main(["check", str(path), "--quiet"]) == 1
+    assert "'Total points: 2' but the test cells add up to 0" in capsys.readouterr().out
