@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,21 +115,30 @@ def _execute(nb, roles: list[Role], workdir: Path, limits: Limits, *, sandboxed:
             if cell.cell_type == "code":
                 runs[i] = CellRun("not run", error=f"the kernel could not start ({exc})")
         return runs, problems
+    budget_end = time.monotonic() + limits.notebook_timeout_s
     try:
         for i, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
-            run = kernel.run(cell.source)
+            left = budget_end - time.monotonic()
+            if left <= 0:
+                runs[i] = CellRun("not run", error="the notebook used up its total time limit "
+                                  f"of {limits.notebook_timeout_s:g} s")
+                continue
+            run = kernel.run(cell.source, timeout=min(limits.cell_timeout_s, left))
             runs[i] = run
             if run.status != "not run":
                 count += 1
                 cell.execution_count = count
             cell.outputs = run.outputs
             label = roles[i].grade_id or f"cell {i + 1}"
-            if run.status == "timeout":
+            if run.status == "timeout" and left < limits.cell_timeout_s:
+                problems.append(f"{label} timed out: the notebook used up its total time limit "
+                                f"of {limits.notebook_timeout_s:g} s; later cells were not run")
+            elif run.status == "timeout":
                 problems.append(f"{label} timed out after {limits.cell_timeout_s:g} s")
-                if not kernel.alive():
-                    problems.append(_replay(kernel, nb, runs, i, label))
+                if not kernel.alive() and left >= limits.cell_timeout_s:
+                    problems.append(_replay(kernel, nb, runs, i, label, budget_end))
             elif run.status == "crashed":
                 problems.append(f"{label}: {run.error}; later cells were not run")
             if run.truncated:
@@ -142,7 +152,8 @@ def _execute(nb, roles: list[Role], workdir: Path, limits: Limits, *, sandboxed:
     return runs, problems
 
 
-def _replay(kernel: Kernel, nb, runs: dict[int, CellRun], upto: int, label: str) -> str:
+def _replay(kernel: Kernel, nb, runs: dict[int, CellRun], upto: int, label: str,
+            budget_end: float) -> str:
     """After a cell ignored the interrupt and its kernel was killed: start a fresh kernel and
     run again, silently, every cell before it that had succeeded. Returns the problem to report."""
     try:
@@ -150,7 +161,9 @@ def _replay(kernel: Kernel, nb, runs: dict[int, CellRun], upto: int, label: str)
     except Exception:  # noqa: BLE001
         return f"{label} ignored the interrupt; the kernel could not be restarted"
     for j in range(upto):
-        if j in runs and runs[j].status == "ok" and kernel.run(nb.cells[j].source).status != "ok":
+        left = min(kernel.limits.cell_timeout_s, budget_end - time.monotonic())
+        if j in runs and runs[j].status == "ok" and (
+                left <= 0 or kernel.run(nb.cells[j].source, timeout=left).status != "ok"):
             kernel.stop()
             kernel.dead_reason = (f"the kernel was restarted after {label} ignored the interrupt, "
                                   "but the cells before it did not run again")

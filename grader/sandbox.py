@@ -40,6 +40,7 @@ class Limits:
     max_processes: int = 512  # processes + threads of the kernel's uid
     max_file_mb: int = 512  # largest file the kernel may write; also the size of its /tmp
     max_output_bytes: int = 256_000  # per cell, all outputs together
+    notebook_timeout_s: float = 3600.0  # wall-clock seconds for the whole notebook
 
 
 class SandboxUnavailable(RuntimeError):

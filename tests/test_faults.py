@@ -161,3 +161,17 @@ def test_unreadable_submissions_score_zero_with_a_reason(graded, name, words):
     assert all(t.status == "missing" and words.lower() in t.reason.lower() for t in result.tests.values()), \
         [t.reason for t in result.tests.values()]
     assert words in result.problems[0]
+
+
+def test_the_whole_notebook_has_a_time_budget(tmp_path_factory, tmp_path):
+    from grader.execute import References, grade
+
+    refs = References.load(references([PLAIN], tmp_path_factory)[PLAIN])
+    sleepy = {"add": GOOD["add"] + "\nimport time\ntime.sleep(6)",
+              "mean": MEAN + "\nimport time\ntime.sleep(6)", "shout": GOOD["shout"]}
+    sub = write(submission(PLAIN, sleepy), tmp_path / "sleepy.ipynb")
+    limits = Limits(cell_timeout_s=8, notebook_timeout_s=10)
+    result = grade(PLAIN, sub, refs, workdir=tmp_path / "w", limits=limits)
+    assert [t.status for t in result.tests.values()] == ["passed", "not run", "not run"]
+    assert "total time limit of 10 s" in result.tests["shout_test"].reason
+    assert any("used up its total time limit" in p for p in result.problems)
