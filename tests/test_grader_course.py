@@ -148,3 +148,16 @@ def test_export_uses_nbgrader_csv_columns(released, tmp_path):
     header = next(csv.reader(path.open()))
     assert header == ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
                       "raw_score", "late_submission_penalty", "score", "max_score"]
+
+
+def test_student_lab_gets_released_copies_and_keeps_their_work(released, tmp_path):
+    """`make lab` opens copies of the release (no solutions), and never overwrites a student's work."""
+    from grader.lab import student_copies
+
+    target = tmp_path / "student"
+    assert student_copies(released, GOOD.parent, target) == [target / "01_fixture"]
+    copy = target / "01_fixture" / "01_fixture.ipynb"
+    assert "return x * factor" not in copy.read_text() and "NotImplementedError" in copy.read_text()
+    copy.write_text("my work")
+    assert student_copies(released, GOOD.parent, target) == []
+    assert copy.read_text() == "my work"
