@@ -96,6 +96,13 @@ def _require_sandbox(unsafe: bool) -> bool:
     return True
 
 
+def _check_workdir(source: Path, workdir: Path) -> None:
+    """The kernel may write anywhere in ``workdir``: refuse one that holds the source notebook."""
+    if Path(source).resolve().is_relative_to(Path(workdir).resolve()):
+        raise ValueError(f"workdir {workdir} contains the source notebook {source}; give each "
+                         "run an empty scratch folder of its own")
+
+
 def _sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
@@ -176,6 +183,7 @@ def run_reference(source: Path, *, workdir: Path, limits: Limits = Limits(),
                   unsafe: bool = False) -> References:
     """Execute the instructor's source notebook and keep what each graded test cell recorded."""
     sandboxed = _require_sandbox(unsafe)
+    _check_workdir(source, workdir)
     nb = nbformat.read(str(source), as_version=4)
     roles = [Role("test" if is_test(c) else "trusted", nbgrader_meta(c).get("grade_id", ""))
              for c in nb.cells]
@@ -207,6 +215,7 @@ def grade(source: Path, submission: Path | None, references: References, *, work
           limits: Limits = Limits(), unsafe: bool = False) -> NotebookResult:
     """Grade ``submission`` against the trusted ``source``; never raises for a bad submission."""
     sandboxed = _require_sandbox(unsafe)
+    _check_workdir(source, workdir)
     trusted = nbformat.read(str(source), as_version=4)
     problems: list[str] = []
     if references.source_sha256 and references.source_sha256 != _sha256(source):

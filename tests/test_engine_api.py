@@ -131,3 +131,12 @@ def test_validate_runs_the_visible_tests_as_they_are(run, tmp_path):
     (tmp_path / "bad.ipynb").write_text("{")
     with pytest.raises(ValueError, match="not valid JSON"):
         validate(tmp_path / "bad.ipynb", workdir=tmp_path / "v3")
+
+
+def test_a_workdir_holding_the_source_is_refused(run, tmp_path):
+    source = write(nbformat.read(str(PLAIN), as_version=4), tmp_path / "course" / "plain.ipynb")
+    refs = References.load(run[1][PLAIN])
+    with pytest.raises(ValueError, match="contains the source notebook"):
+        grade(source, source, refs, workdir=tmp_path)
+    with pytest.raises(ValueError, match="scratch folder"):
+        run_reference(source, workdir=tmp_path / "course")
