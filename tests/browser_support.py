@@ -1,0 +1,92 @@
+"""A real JupyterLab server and a real headless Chromium for the browser tests.
+
+Chromium is Debian's (`make setup` installs the `chromium` package); Playwright's Python package
+drives it through `executable_path`, since Playwright cannot download its own browser here.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+CHROMIUM_ARGS = [
+    # As root in a container Chromium's own sandbox cannot start; the page is our own localhost lab.
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    # The machine has no internet: stop Chromium's background connections and update checks.
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+]
+
+
+def chromium_executable() -> str | None:
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@dataclass
+class LabServer:
+    url: str
+    token: str
+    log: Path
+
+    def page_url(self, path: str) -> str:
+        """The notebook at ``path`` in a new, empty workspace (no tabs restored from earlier pages)."""
+        workspace = secrets.token_hex(4)
+        return f"{self.url}/lab/workspaces/{workspace}/tree/{path}?reset&token={self.token}"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def running_lab(argv: list[str], root: Path, log: Path, env: dict[str, str] | None = None):
+    """Start JupyterLab from ``argv`` (without --port/--token), token-protected on 127.0.0.1."""
+    port, token = free_port(), secrets.token_hex(16)
+    argv = argv + [f"--port={port}", f"--IdentityProvider.token={token}"]
+    with open(log, "w") as log_file:
+        server = subprocess.Popen(argv, cwd=root, stdout=log_file, stderr=subprocess.STDOUT, env=env)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
+                    break
+                except OSError:
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(f"JupyterLab did not start; see {log}:\n{log.read_text()[-2000:]}")
+                    time.sleep(0.5)
+            yield LabServer(url=url, token=token, log=log)
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+
+
+def student_environment() -> dict[str, str]:
+    """The environment of a student's laptop: no CI or grading variables."""
+    env = dict(os.environ)
+    for name in ("CI", "NBGRADER_EXECUTION", "COURSE_GRADER_RECORD", "D2LITE_DATASET"):
+        env.pop(name, None)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    return env
