@@ -14,6 +14,7 @@ so recording plain Python values does not pay for importing it.
 from __future__ import annotations
 
 import base64
+from collections import OrderedDict
 import math
 import sys
 from typing import Any
@@ -43,7 +44,7 @@ def encode(value: Any, _depth: int = 0) -> Any:
             return {"device": str(value)}
     if type(value) in (list, tuple):
         return {type(value).__name__: [encode(v, _depth + 1) for v in value]}
-    if type(value) is dict:
+    if type(value) in (dict, OrderedDict):  # OrderedDict: what Module.state_dict() returns
         if not all(type(k) is str for k in value):
             raise TypeError("only dicts with str keys can be recorded")
         return {"dict": {k: encode(v, _depth + 1) for k, v in value.items()}}
