@@ -141,7 +141,7 @@ def main(argv=None) -> dict | None:
             sync(device)
             tic = time.perf_counter()
             for X, y in loader:
-                X, y = to_input(X).to(device), y.to(device)
+                X, y = to_input(X.to(device)), y.to(device)  # copy uint8 pixels, convert there
                 optimizer.zero_grad()
                 loss = loss_fn(model(X), y)
                 loss.backward()  # DDP averages the gradients across all processes here
