@@ -7,6 +7,7 @@ import textwrap
 import matplotlib.image
 import matplotlib.pyplot as plt
 import nbformat
+import numpy as np
 import pytest
 import torch
 from nbclient import NotebookClient
@@ -32,6 +33,8 @@ def test_add_follows_d2l_semantics():
     animator.add(1, 0.5)                       # a number: one series
     animator.add(2, torch.tensor(0.25))        # a 0-d tensor is read as a number
     assert animator.X == [[1, 2]] and animator.Y == [[0.5, 0.25]]
+    animator.add(np.float32(3), np.array(0.125))   # numpy scalars and 0-d arrays too
+    assert animator.X == [[1, 2, 3]] and animator.Y == [[0.5, 0.25, 0.125]]
 
     animator = d2lite.Animator(display=False)
     animator.add(1, (0.9, 0.1, None))          # one x shared by three series; None skips
