@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+import zmq
 from jupyter_client import KernelManager
 
 from .record import MIME_TYPE
@@ -27,6 +28,8 @@ __all__ = ["CellRun", "Kernel"]
 
 INTERRUPT_GRACE_S = 10.0
 MAX_RECORD_BYTES = 64 * 1024 * 1024  # per cell, all record payloads together
+MAX_MESSAGE_BYTES = 128 * 1024 * 1024  # one message from the kernel; protects the grader's memory
+IDLE_GRACE_S = 5.0  # how long the kernel may stay silent after its execute reply
 STARTUP_TIMEOUT_S = 120.0
 
 
@@ -90,19 +93,24 @@ class Kernel:
         launch_env = {"PATH": "/usr/bin:/bin"} if self.sandboxed else kernel_vars
         km.start_kernel(env=launch_env, cwd=str(self.workdir), stdin=subprocess.DEVNULL,
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        kc = km.client()
-        kc.start_channels()
+        self.km, self.dead_reason = km, ""
         try:
-            kc.wait_for_ready(timeout=STARTUP_TIMEOUT_S)
+            self._connect(STARTUP_TIMEOUT_S)
         except RuntimeError as exc:
-            kc.stop_channels()
-            km.shutdown_kernel(now=True)
+            self.stop()
             raise RuntimeError(f"the kernel did not start: {exc}") from None
-        self.km, self.kc, self.dead_reason = km, kc, ""
+
+    def _connect(self, timeout: float) -> None:
+        context = zmq.Context()
+        context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)  # bigger ones are dropped unread
+        self.kc = self.km.client(context=context)
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=timeout)
 
     def stop(self) -> None:
         if self.kc is not None:
             self.kc.stop_channels()
+            self.kc.context.destroy(linger=0)
         if self.km is not None:
             try:
                 self.km.shutdown_kernel(now=True)
@@ -141,9 +149,14 @@ class Kernel:
         run, sink = CellRun("ok"), _OutputSink(self.limits.max_output_bytes)
         deadline = time.monotonic() + (self.limits.cell_timeout_s if timeout is None else timeout)
         reply = idle = False
-        interrupted_at = None
+        interrupted_at = reply_at = None
+        heard = time.monotonic()  # when this cell's last message arrived
         while not (reply and idle):
             now = time.monotonic()
+            if reply_at is not None and now > max(reply_at, heard) + IDLE_GRACE_S:
+                sink.lost()  # the kernel answered but its outputs stopped: a dropped message
+                self._reconnect()
+                break
             if interrupted_at is None and now > deadline:
                 run.status, interrupted_at = "timeout", now
                 self._interrupt()
@@ -153,13 +166,14 @@ class Kernel:
                 break
             msg = _poll(self.kc.get_iopub_msg, 0.05)
             if msg is not None and _parent(msg) == msg_id:
+                heard = time.monotonic()
                 try:
                     idle |= self._handle(msg, run, sink)
                 except Exception:  # noqa: BLE001 - a malformed message from the kernel: drop it
                     pass
             shell = _poll(self.kc.get_shell_msg, 0 if msg is not None else 0.05)
             if shell is not None and _parent(shell) == msg_id:
-                reply = True
+                reply, reply_at = True, time.monotonic()
                 content = shell.get("content")
                 if isinstance(content, dict) and content.get("status") == "error" \
                         and run.status == "ok":
@@ -172,6 +186,16 @@ class Kernel:
         if run.status == "crashed":
             run.error = self.dead_reason
         return run
+
+    def _reconnect(self) -> None:
+        """New channels to the same kernel (ZMQ drops a connection that sent a huge message)."""
+        self.kc.stop_channels()
+        self.kc.context.destroy(linger=0)
+        try:
+            self._connect(30)
+        except Exception:  # noqa: BLE001 - cannot talk to it any more: it counts as dead
+            self.dead_reason = "the kernel stopped answering"
+            self.stop()
 
     def _interrupt(self) -> None:
         msg = self.kc.session.msg("interrupt_request", content={})
@@ -220,6 +244,12 @@ class _OutputSink:
 
     def __init__(self, cap: int):
         self.cap, self.used, self.outputs, self.truncated = cap, 0, [], False
+
+    def lost(self) -> None:
+        self.truncated = True
+        self.outputs.append(nbformat.v4.new_output(
+            "stream", name="stderr", text=f"\n[course-grader: output lost (a message over "
+            f"{MAX_MESSAGE_BYTES} bytes was dropped)]\n"))
 
     def clear(self) -> None:
         self.outputs, self.used = [], 0

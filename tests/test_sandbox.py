@@ -134,6 +134,18 @@ def test_output_flood_is_capped_in_bytes(kernel):
         assert sum(len(str(o)) for o in run.outputs) < 2 * SMALL.max_output_bytes
 
 
+def test_a_huge_message_is_dropped_unread_and_the_kernel_stays_usable(kernel):
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    run = kernel.run("from IPython.display import display\n"
+                     "display({'text/plain': 'x' * 200_000_000}, raw=True)")
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert run.truncated and "output lost" in text(run)
+    assert grown_mb < 100, f"the grader's memory grew by {grown_mb:.0f} MB"
+    assert text(kernel.run("print('next')")) == "next\n"
+
+
 def test_cpu_time_limit_kills_the_kernel_cleanly(tmp_path):
     limits = Limits(cell_timeout_s=60, cpu_seconds=2, max_processes=64)
     with Kernel(tmp_path, limits, sandboxed=True) as k:
