@@ -143,8 +143,14 @@ class Animator:
             from matplotlib.figure import Figure
 
             o = self._layout
-            self._fig = Figure(figsize=o["figsize"])
+            grid = o["nrows"] * o["ncols"] > 1
+            self._fig = Figure(figsize=o["figsize"], layout="constrained" if grid else None)
             FigureCanvasAgg(self._fig)
+            if not grid:  # fixed margins (in inches) that fit labels: free, unlike a layout engine
+                width, height = o["figsize"]
+                self._fig.subplots_adjust(left=(0.55 + 0.25 * bool(o["ylabel"])) / width,
+                                          bottom=(0.4 + 0.25 * bool(o["xlabel"])) / height,
+                                          right=1 - 0.2 / width, top=1 - 0.1 / height)
             self._axes = list(self._fig.subplots(o["nrows"], o["ncols"], squeeze=False).ravel())
             ax = self._axes[0]
             ax.set_xlabel(o["xlabel"])

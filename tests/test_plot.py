@@ -91,6 +91,18 @@ def test_axes_are_configured_like_d2l():
     assert tuple(animator.axes[0].get_xlim()) == (1, 10) and tuple(ax.get_ylim()) == (0.1, 2)
 
 
+@pytest.mark.parametrize("figsize", [(3.5, 2.5), (6, 3)])
+def test_labels_and_tick_labels_fit_inside_the_figure(figsize):
+    animator = d2lite.Animator(xlabel="epoch", ylabel="loss", figsize=figsize, display=False)
+    for x in range(10):
+        animator.add(x, 1000 / (x + 1))
+    fig = animator.fig
+    fig.canvas.draw()
+    drawn = animator.axes[0].get_tightbbox(fig.canvas.get_renderer())  # labels, ticks, lines
+    assert drawn.x0 >= 0 and drawn.y0 >= 0, f"axis labels cut off at the left/bottom: {drawn}"
+    assert drawn.x1 <= fig.bbox.x1 and drawn.y1 <= fig.bbox.y1, f"cut off at the right/top: {drawn}"
+
+
 def test_save_writes_a_png_of_the_figure_size(tmp_path):
     animator = d2lite.Animator(legend=["x", "y", "z"], figsize=(3.5, 2.5), display=False)
     for x in range(10):
