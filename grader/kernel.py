@@ -39,7 +39,7 @@ class CellRun:
 
     status: str  # "ok" | "error" | "timeout" | "crashed" | "not run"
     outputs: list = field(default_factory=list)
-    records: list = field(default_factory=list)  # raw record payloads, in arrival order
+    records: list = field(default_factory=list)  # (raw payload, JSON size), in arrival order
     error: str = ""  # "Name: message" of the exception, when status == "error"
     truncated: bool = False
 

@@ -81,11 +81,14 @@ def sandbox_status() -> tuple[bool, str]:
     return _probe()
 
 
-def _rlimits(limits: Limits) -> list[str]:
+def _rlimits(limits: Limits, *, own_uid: bool) -> list[str]:
+    """prlimit arguments. RLIMIT_NPROC counts every process of the uid, so it is only set when
+    the kernel has a uid of its own (otherwise a user's browser threads would count too)."""
     mb = 1024 * 1024
-    return ["prlimit", f"--as={limits.memory_mb * mb}", f"--cpu={int(limits.cpu_seconds)}:{int(limits.cpu_seconds) + 5}",
-            f"--nproc={limits.max_processes}", f"--fsize={limits.max_file_mb * mb}",
-            "--core=0", "--nofile=1024", "--"]
+    cpu = int(limits.cpu_seconds)
+    nproc = [f"--nproc={limits.max_processes}"] if own_uid else []
+    return ["prlimit", f"--as={limits.memory_mb * mb}", f"--cpu={cpu}:{cpu + 5}", *nproc,
+            f"--fsize={limits.max_file_mb * mb}", "--core=0", "--nofile=1024", "--"]
 
 
 def kernel_env(workdir: Path | None, *, sandboxed: bool) -> dict[str, str]:
@@ -148,7 +151,7 @@ def kernel_command(argv: list[str], *, workdir: Path | None, sockdir: Path | Non
                    limits: Limits, unsafe: bool, env: dict[str, str] | None = None) -> list[str]:
     """The command line that runs ``argv`` (a Python kernel) isolated, or just rate-limited."""
     if unsafe:  # e.g. a student's own machine: limits where prlimit exists (not on macOS)
-        return (_rlimits(limits) if shutil.which("prlimit") else []) + argv
+        return (_rlimits(limits, own_uid=False) if shutil.which("prlimit") else []) + argv
     ro = _ro_dirs()
     rw = [Path(p).resolve() for p in (workdir, sockdir) if p is not None]
     cmd = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
@@ -180,7 +183,7 @@ def kernel_command(argv: list[str], *, workdir: Path | None, sockdir: Path | Non
     if uid is not None:
         cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
                 "--inh-caps=-all", "--bounding-set=-all", "--"]
-    return cmd + _rlimits(limits) + argv
+    return cmd + _rlimits(limits, own_uid=uid is not None) + argv
 
 
 def hand_over(path: Path) -> None:
