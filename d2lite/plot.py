@@ -55,7 +55,9 @@ def live_display_available() -> bool:
 
 
 # Animators whose latest points are not on screen yet; drawn when the notebook cell ends.
-_PENDING: "weakref.WeakSet[Animator]" = weakref.WeakSet()
+# Strong references: d2l-style code makes its animator a local of a training function and
+# never closes it, so it would otherwise be gone before the cell ends.
+_PENDING: "set[Animator]" = set()
 _HOOKED_SHELLS: "weakref.WeakSet" = weakref.WeakSet()
 
 

@@ -1,6 +1,7 @@
 """Animator: d2l's attributes and add() semantics, silent without a display, live in a kernel
 as ONE output updated in place, throttled, always showing the final points, figure closed."""
 import base64
+import gc
 import hashlib
 import textwrap
 
@@ -195,6 +196,24 @@ def test_headless_animator_makes_no_figure_until_asked():
         animator.add(x, x)
     assert animator._fig is None, "storing points is all a headless animator does"
     assert len(animator.axes[0].lines) == 1
+
+
+def test_an_animator_left_unclosed_in_a_function_is_drawn_when_the_cell_ends(clock):
+    shown = []
+
+    def train():  # d2l style: a local animator, never closed
+        animator = RecordingAnimator()
+        animator.shown = shown
+        for x in range(5):
+            animator.add(x, x)
+
+    train()
+    gc.collect()
+    assert shown == []
+    d2lite.plot._flush_pending()  # what the notebook's post_run_cell event calls
+    assert len(shown) == 1
+    d2lite.plot._flush_pending()
+    assert len(shown) == 1, "nothing new, nothing drawn"
 
 
 def test_flush_only_redraws_when_there_is_something_new(clock):
