@@ -105,7 +105,8 @@ def cmd_check(args) -> int:
     paths = [nb for p in (args.paths or [Path("course")]) for nb in course_notebooks(p)]
     start = time.monotonic()
     say = (lambda msg: print(f"  ... {msg}", flush=True)) if not args.quiet else None
-    reports = check_notebooks(paths, workers=args.workers, limits=_limits(args), unsafe=args.unsafe, progress=say)
+    reports = check_notebooks(paths, workers=args.workers, limits=_limits(args), unsafe=args.unsafe, progress=say,
+                              thorough=args.thorough)
     for report in reports:
         print(f"{'PASS' if report.ok else 'FAIL'}  {report.notebook}")
         for check in report.checks:
@@ -172,6 +173,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cell-timeout", type=float, default=None)
     p = command("check", cmd_check, "course quality gate on source notebooks (default: course/)")
     p.add_argument("paths", type=Path, nargs="*")
+    p.add_argument("--thorough", action="store_true",
+                   help="(c) with one kernel per exercise on a copy cut after it (default: one kernel per notebook)")
     grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)))
     p = command("demo", cmd_demo, "build, release, grade the bundled example class, write feedback and CSV")
     p.add_argument("--all", action="store_true", help="every notebook (default: the first two, a few minutes)")

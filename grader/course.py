@@ -19,7 +19,7 @@ from nbformat import NotebookNode
 __all__ = [
     "Exercise", "read_notebook", "write_notebook", "nbgrader_meta", "is_solution", "is_test",
     "exercises", "header_points", "test_points", "structure_problems", "stub", "truncate",
-    "solution_lines", "hidden_test_lines",
+    "solution_lines", "hidden_test_lines", "STUBBED_PREFIX", "stubbed_walkthrough",
 ]
 
 HEADER_POINTS = re.compile(r"^\s*\**\s*Total points\s*:\s*\**\s*([0-9]+(?:\.[0-9]+)?)", re.M)
@@ -186,3 +186,45 @@ def hidden_test_lines(nb: NotebookNode) -> list[str]:
     for cell in nb.cells:
         lines += _region_lines(cell.source, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
     return lines
+
+
+STUBBED_PREFIX = "gate-stubbed:"
+
+
+def stubbed_walkthrough(nb: NotebookNode) -> NotebookNode:
+    """One notebook that checks every exercise's tests against its stub, in a single kernel.
+
+    For each exercise, in order: its cells with the solution cells stubbed (as plain code cells)
+    and its graded test cells renamed ``gate-stubbed:<grade_id>``; then the same span again with
+    the real solutions and without the tests, so later exercises start from the state the
+    solutions leave. Cells after the last exercise are dropped. Each renamed test must fail.
+    """
+    found = exercises(nb)
+    out = copy.deepcopy(nb)
+    out.cells = []
+    if not found:
+        return out
+    solutions = {i for i, c in enumerate(nb.cells) if is_solution(c)}
+    start = 0
+    for exercise in found:
+        first = min((i for i in solutions if start <= i <= exercise.last_cell), default=start)
+        out.cells += [copy.deepcopy(c) for c in nb.cells[start:first]]
+        span = nb.cells[first: exercise.last_cell + 1]
+        for cell in span:
+            cell = copy.deepcopy(cell)
+            if is_solution(cell):
+                cell = stub(nbformat.v4.new_notebook(cells=[cell])).cells[0]
+                cell.metadata.pop("nbgrader", None)
+                cell.id = nbformat.v4.new_code_cell().id
+            elif is_test(cell):
+                cell.metadata.nbgrader["grade_id"] = STUBBED_PREFIX + nbgrader_meta(cell)["grade_id"]
+                cell.id = nbformat.v4.new_code_cell().id
+            out.cells.append(cell)
+        for cell in span:
+            if not is_test(cell):
+                cell = copy.deepcopy(cell)
+                if not is_solution(cell):
+                    cell.id = nbformat.v4.new_code_cell().id
+                out.cells.append(cell)
+        start = exercise.last_cell + 1
+    return out

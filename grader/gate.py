@@ -108,8 +108,10 @@ def _grade_job(source: str, submission: str, references: str, scratch: str, limi
     workdir = Path(tempfile.mkdtemp(prefix="grade-", dir=scratch))
     try:
         refs = execute.References.load(Path(references))
-        if truncated:  # a cut copy of the source: its hash differs from the reference run's, on purpose
-            refs.source_sha256 = ""
+        if truncated:  # a changed copy of the source: its hash differs from the reference run's, on purpose
+            cells = dict(refs.cells)
+            cells.update({nbs.STUBBED_PREFIX + gid: value for gid, value in refs.cells.items()})
+            refs = execute.References(cells, "")
         result = execute.grade(Path(source), Path(submission), refs, workdir=workdir, limits=limits, unsafe=unsafe)
         tests = [(t.grade_id, t.points, t.max_points, t.status, t.reason) for t in result.tests.values()]
         return tests, list(result.problems)
@@ -155,8 +157,12 @@ def _release_check(path: Path, source: nbs.NotebookNode, files: Path, report: Ga
 
 
 def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe: bool = False,
-                    progress=None) -> list[GateReport]:
-    """Run the gate on every notebook; ``progress(msg)`` is called as checks finish."""
+                    progress=None, thorough: bool = False) -> list[GateReport]:
+    """Run the gate on every notebook; ``progress(msg)`` is called as checks finish.
+
+    (c) runs by default in one kernel per notebook (:func:`grader.course.stubbed_walkthrough`);
+    ``thorough`` runs one kernel per exercise instead, each on a copy cut after that exercise.
+    """
     from . import execute
 
     limits = limits or execute.Limits()
@@ -183,7 +189,7 @@ def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe:
                 plan.report.add("reference", error is None, error or "the solution runs and every test records a value")
                 say(f"{plan.report.notebook.name}: reference run {'ok' if error is None else 'FAILED'}")
                 if error is None:
-                    _submit_variants(pool, plan, str(scratch), limits, unsafe)
+                    _submit_variants(pool, plan, str(scratch), limits, unsafe, thorough)
             for plan in plans:
                 _collect_variants(plan, say)
     finally:
@@ -191,7 +197,7 @@ def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe:
     return [p.report for p in plans]
 
 
-def _submit_variants(pool, plan: _Plan, scratch: str, limits, unsafe: bool) -> None:
+def _submit_variants(pool, plan: _Plan, scratch: str, limits, unsafe: bool, thorough: bool) -> None:
     source_path, refs = str(plan.report.notebook), str(plan.files / "refs.json")
     def submit(src: str, sub: str, truncated: bool = False) -> Future:
         return pool.submit(_grade_job, src, sub, refs, scratch, limits, unsafe, truncated)
@@ -199,6 +205,10 @@ def _submit_variants(pool, plan: _Plan, scratch: str, limits, unsafe: bool) -> N
     plan.jobs["a"] = submit(source_path, source_path)
     if (plan.files / "release.ipynb").exists():
         plan.jobs["b"] = submit(source_path, str(plan.files / "release.ipynb"))
+    if not thorough:  # (c) in one kernel: each exercise stubbed in turn, then restored
+        walk = nbs.write_notebook(nbs.stubbed_walkthrough(plan.source), plan.files / "c-walkthrough.ipynb")
+        plan.jobs["c"] = submit(str(walk), str(walk), truncated=True)
+        return
     for number, exercise in enumerate(nbs.exercises(plan.source)):
         cut = nbs.truncate(plan.source, exercise.last_cell)
         src = nbs.write_notebook(cut, plan.files / f"c{number}-source.ipynb")
@@ -223,14 +233,21 @@ def _collect_variants(plan: _Plan, say) -> None:
         elif name == "b":
             earned = [f"{t[0]} earns {t[1]:g}" for t in tests if t[1] > 0]
             plan.report.add("b", not earned, "; ".join(earned) or f"release scores 0/{sum(t[2] for t in tests):g}")
+        elif name == "c":
+            for exercise in exercises.values():
+                _add_c(plan.report, exercise, {gid.removeprefix(nbs.STUBBED_PREFIX): t for gid, t in by_id.items()
+                                               if gid.startswith(nbs.STUBBED_PREFIX)})
         else:
-            exercise = exercises[name]
-            vacuous = [gid for gid in exercise.test_ids if gid in by_id and by_id[gid][1] > 0]
-            missing = [gid for gid in exercise.test_ids if gid not in by_id]
-            ok = not vacuous and not missing
-            detail = (f"{', '.join(vacuous)} still earns points with {', '.join(exercise.solution_ids)} stubbed: "
-                      "the test does not depend on the student's answer" if vacuous else
-                      f"{', '.join(missing)} was not graded" if missing else
-                      f"fails with {', '.join(exercise.solution_ids)} stubbed")
-            plan.report.add(name, ok, detail)
+            _add_c(plan.report, exercises[name], by_id)
         say(f"{plan.report.notebook.name}: {name} {'ok' if plan.report.checks[-1].ok else 'FAILED'}")
+
+
+def _add_c(report: GateReport, exercise: nbs.Exercise, by_id: dict) -> None:
+    """Gate (c) for one exercise, from the verdicts of its tests with only that exercise stubbed."""
+    vacuous = [gid for gid in exercise.test_ids if gid in by_id and by_id[gid][1] > 0]
+    missing = [gid for gid in exercise.test_ids if gid not in by_id]
+    detail = (f"{', '.join(vacuous)} still earns points with {', '.join(exercise.solution_ids)} stubbed: "
+              "the test does not depend on the student's answer" if vacuous else
+              f"{', '.join(missing)} was not graded" if missing else
+              f"fails with {', '.join(exercise.solution_ids)} stubbed")
+    report.add(f"c:{exercise.name}", not vacuous and not missing, detail)

@@ -161,3 +161,15 @@ def test_student_lab_gets_released_copies_and_keeps_their_work(released, tmp_pat
     copy.write_text("my work")
     assert student_copies(released, GOOD.parent, target) == []
     assert copy.read_text() == "my work"
+
+
+def test_stubbed_walkthrough_stubs_each_exercise_then_restores_it():
+    """Gate (c) in one kernel: stub, renamed tests, then the real solution (tests not repeated)."""
+    walk = nbs.stubbed_walkthrough(nbs.read_notebook(GOOD))
+    kinds = [("test:" + nbs.nbgrader_meta(c)["grade_id"]) if nbs.is_test(c) else
+             ("solution:" + nbs.nbgrader_meta(c)["grade_id"]) if nbs.is_solution(c) else
+             ("stub" if "NotImplementedError" in c.source else "other") for c in walk.cells if c.cell_type == "code"]
+    assert kinds == ["other", "stub", "test:gate-stubbed:test_scale", "solution:scale",
+                     "stub", "test:gate-stubbed:test_pairwise", "solution:pairwise",
+                     "stub", "test:gate-stubbed:test_mean_of", "solution:mean_of"]
+    nbformat.validate(walk)

@@ -44,3 +44,10 @@ def test_check_exits_non_zero_on_a_bad_notebook_without_running_it(capsys, tmp_p
     nbformat.write(nb, str(path))
     assert main(["check", str(path), "--quiet"]) == 1
     assert "'Total points: 2' but the test cells add up to 0" in capsys.readouterr().out
+
+
+def test_thorough_mode_flags_the_vacuous_test_too():
+    """--thorough: one kernel per exercise, each on a copy cut after that exercise."""
+    report, = check_notebooks([FIXTURES / "vacuous" / "01_vacuous.ipynb"], workers=2, thorough=True)
+    checks = {c.name: c for c in report.checks}
+    assert not checks["c:test_scale"].ok and checks["c:test_pairwise"].ok
