@@ -6,14 +6,13 @@ the device and read once per epoch (plus the few points a live ``Animator`` plot
 """
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field
 
 import torch
 from torch import nn
 
 from .device import try_gpu
-from .plot import Animator
+from .plot import Animator, _env_set
 from .timer import Timer
 
 __all__ = ["accuracy", "evaluate_accuracy_gpu", "train_ch6", "History"]
@@ -71,13 +70,15 @@ def evaluate_accuracy_gpu(net, data_iter, device=None) -> float:
 
 @dataclass
 class History:
-    """What ``train_ch6`` measured, one entry per epoch."""
+    """What ``train_ch6`` measured, one entry per epoch. ``seconds`` times the training loop
+    (fetching batches included, evaluation not; CUDA synchronised), ``examples`` counts the
+    training examples seen."""
 
     train_loss: list[float] = field(default_factory=list)
     train_acc: list[float] = field(default_factory=list)
     test_acc: list[float] = field(default_factory=list)
-    seconds: list[float] = field(default_factory=list)   # training time of each epoch
-    examples: list[int] = field(default_factory=list)    # training examples seen in each epoch
+    seconds: list[float] = field(default_factory=list)
+    examples: list[int] = field(default_factory=list)
 
     @property
     def examples_per_sec(self) -> float:
@@ -101,8 +102,7 @@ def _xavier(module: nn.Module) -> None:
 
 
 def _progress_default() -> bool:
-    return not any(os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
-                   for name in ("NBGRADER_EXECUTION", "COURSE_GRADER_RECORD"))
+    return not any(_env_set(name) for name in ("NBGRADER_EXECUTION", "COURSE_GRADER_RECORD"))
 
 
 def train_ch6(net: nn.Module, train_iter, test_iter, num_epochs: int, lr: float, device=None, *,
