@@ -54,8 +54,11 @@ def load(name: str):
 
 def update_results(name: str, section: str, header: str) -> None:
     text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    text = re.sub(r"(?s)<!-- machine -->.*?<!-- /machine -->\n?", "", text)
-    text = text.replace("# Benchmark results\n", f"# Benchmark results\n\n<!-- machine -->\n{header}\n<!-- /machine -->\n", 1)
+    machine = f"<!-- machine -->\n{header}\n<!-- /machine -->"
+    if "<!-- machine -->" in text:
+        text = re.sub(r"(?s)<!-- machine -->.*?<!-- /machine -->", lambda _: machine, text, count=1)
+    else:
+        text = text.replace("# Benchmark results\n", f"# Benchmark results\n\n{machine}\n", 1)
     block = f"<!-- bench:{name} -->\n{section.strip()}\n<!-- /bench:{name} -->"
     pattern = re.compile(rf"(?s)<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->")
     text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"

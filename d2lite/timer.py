@@ -12,8 +12,9 @@ __all__ = ["Timer", "Accumulator"]
 class Timer:
     """Record several running times, like d2l's ``Timer`` (it starts on creation).
 
-    sync_cuda: call ``torch.cuda.synchronize()`` before reading the clock, so that the time of
-        GPU kernels launched asynchronously is counted (a no-op without CUDA). It makes every
+    sync_cuda: wait for every visible GPU (``torch.cuda.synchronize(i)`` for each device i)
+        before reading the clock, so that the time of kernels launched asynchronously is counted,
+        on all GPUs of a multi-GPU step (a no-op without CUDA). It makes every
         ``start``/``stop`` wait for the GPU, so use it around whole epochs, not single batches.
 
         timer = Timer()
@@ -29,7 +30,8 @@ class Timer:
 
     def _now(self) -> float:
         if self.sync_cuda and torch.cuda.is_available():
-            torch.cuda.synchronize()
+            for device in range(torch.cuda.device_count()):
+                torch.cuda.synchronize(device)
         return time.perf_counter()
 
     def start(self) -> None:
