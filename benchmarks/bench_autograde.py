@@ -1,0 +1,350 @@
+"""Autograde throughput: `course-grader autograde --workers 2` against stock `nbgrader autograde`.
+
+A class of five students, each submitting every course notebook (25 submissions), generated
+from the source notebooks by grade_id in a temporary course directory:
+
+- ``full``: every exercise solved (the instructor's solutions);
+- ``release``: the untouched student version;
+- ``first_half`` / ``second_half``: only the first / the second half of the exercises solved;
+- ``mistakes``: all solved, with one typical mistake per notebook (:data:`MISTAKES`).
+
+The class is built, released and collected once with course-grader's command line, then copied,
+so both graders see the same course directory. Each repeat grades a fresh copy with each grader:
+
+- ours: ``course-grader autograde --workers 2`` (sandboxed kernels; a fresh course has no
+  reference values yet, so the time includes one trusted run of each solution notebook);
+- stock: ``nbgrader autograde <assignment>`` for each notebook, one after the other, with the
+  course's ``nbgrader_config.py`` (600 s per cell; nbgrader sets ``NBGRADER_EXECUTION`` itself).
+
+Both get ``D2LITE_DATASET=mnist5k``. We report median wall seconds, the ratio, submissions per
+minute, and compare every per-student, per-notebook score (and every test cell's score) read
+from the two gradebooks with ``nbgrader.api.Gradebook``; each difference names both verdicts.
+
+Environment: ``BENCH_AUTOGRADE_REPEATS`` (default 1: one repeat takes many minutes on 2 cores),
+``BENCH_AUTOGRADE_NOTEBOOKS`` (comma-separated assignment ids, default every notebook; for a
+quicker development run), ``BENCH_AUTOGRADE_WARM=1`` (also time ``autograde --force`` on the graded
+copy, whose reference values are cached: the steady-state throughput; off by default for time),
+``BENCH_AUTOGRADE_KEEP=DIR`` (work in DIR and leave the graded courses there).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+REPEATS = int(os.environ.get("BENCH_AUTOGRADE_REPEATS", "1"))
+WARM = os.environ.get("BENCH_AUTOGRADE_WARM", "0") == "1"
+ONLY = [a for a in os.environ.get("BENCH_AUTOGRADE_NOTEBOOKS", "").split(",") if a]
+WORKERS = 2
+GOAL = 1.8
+
+# assignment -> grade_id of a solution cell -> (correct text, mistaken text)
+MISTAKES = {
+    "01_tensors": {"pairwise_distances": ("X[:, None, :] - Y[None, :, :]", "Y[:, None, :] - X[None, :, :]")},
+    "02_autograd": {"sgd_step": ("            p.grad.zero_()\n", "")},
+    "03_modules": {"count_solution": ("param.numel() for param", "1 for param")},
+    "04_gpu": {"count_correct": ("(logits.argmax(dim=1) == y).sum()", "(logits.argmax(dim=1) == y).float().sum()")},
+    "05_multigpu": {"allreduce": ("data[i].copy_(data[0].to(data[i].device))", "pass")},
+}
+STUDENTS = ("full", "release", "first_half", "second_half", "mistakes")
+
+
+# -- the class ----------------------------------------------------------------------------------
+
+def _meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def _exercises(nb) -> list[list[str]]:
+    """Solution grade_ids per exercise (the solution cells before each run of graded test cells)."""
+    groups, current, after_test = [], [], False
+    for cell in nb.cells:
+        meta = _meta(cell)
+        if meta.get("solution"):
+            if after_test:
+                groups.append(current)
+                current, after_test = [], False
+            current.append(meta["grade_id"])
+        elif meta.get("grade") and cell.cell_type == "code":
+            after_test = True
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _mix(source, released, unsolved: set[str]):
+    """The source notebook with the solution cells in ``unsolved`` taken from the release."""
+    stubs = {_meta(c).get("grade_id"): c for c in released.cells if _meta(c).get("solution")}
+    nb = nbformat.from_dict(json.loads(json.dumps(source)))
+    nb.cells = [stubs[_meta(c)["grade_id"]] if _meta(c).get("grade_id") in unsolved else c for c in nb.cells]
+    return nb
+
+
+def _mistaken(source, assignment: str) -> tuple[object, list[str]]:
+    nb = nbformat.from_dict(json.loads(json.dumps(source)))
+    applied = []
+    for cell in nb.cells:
+        old, new = MISTAKES.get(assignment, {}).get(_meta(cell).get("grade_id"), (None, None))
+        if old and old in cell.source:
+            cell.source = cell.source.replace(old, new)
+            applied.append(_meta(cell)["grade_id"])
+    return nb, applied
+
+
+def write_class(course: Path, inbox: Path, assignments: list[str]) -> list[str]:
+    """One folder per student in ``inbox``; returns the mistakes actually applied."""
+    applied_all = []
+    for assignment in assignments:
+        source = nbformat.read(course / "source" / assignment / f"{assignment}.ipynb", as_version=4)
+        released = nbformat.read(course / "release" / assignment / f"{assignment}.ipynb", as_version=4)
+        groups = _exercises(source)
+        first = {gid for group in groups[: len(groups) // 2] for gid in group}
+        second = {gid for group in groups[len(groups) // 2:] for gid in group}
+        mistaken, applied = _mistaken(source, assignment)
+        applied_all += [f"{assignment}/{gid}" for gid in applied]
+        notebooks = {"full": source, "release": released, "first_half": _mix(source, released, second),
+                     "second_half": _mix(source, released, first), "mistakes": mistaken}
+        for student, nb in notebooks.items():
+            path = inbox / student / f"{assignment}.ipynb"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, str(path))
+    return applied_all
+
+
+# -- running the graders ------------------------------------------------------------------------
+
+def _env(**extra: str) -> dict[str, str]:
+    return dict(os.environ, D2LITE_DATASET="mnist5k", PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+                **extra)
+
+
+def _run(args: list, cwd: Path, **extra: str) -> str:
+    done = subprocess.run([str(a) for a in args], cwd=cwd, env=_env(**extra), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(map(str, args))} failed ({done.returncode}):\n"
+                         f"{(done.stdout + done.stderr)[-3000:]}")
+    return done.stdout + done.stderr
+
+
+def course_grader(root: Path, *args) -> str:
+    return _run([sys.executable, "-m", "grader", "--root", root, *args], cwd=ROOT)
+
+
+def prepare(tmp: Path) -> tuple[Path, list[str], list[str]]:
+    """Build, release and collect the class; returns the course directory, assignments, mistakes."""
+    course = tmp / "prepared"
+    course_grader(course, "build", "--course", ROOT / "course")
+    names = sorted(p.name for p in (course / "source").iterdir() if not ONLY or p.name in ONLY)
+    if not names:
+        raise SystemExit(f"BENCH_AUTOGRADE_NOTEBOOKS={','.join(ONLY)} matches no course notebook")
+    course_grader(course, "release", *names)
+    applied = write_class(course, tmp / "inbox", names)
+    course_grader(course, "collect", tmp / "inbox")
+    return course, names, applied
+
+
+def sandbox_flag() -> list[str]:
+    """``--unsafe`` only where this machine cannot isolate kernels (then the table says so)."""
+    sys.path.insert(0, str(ROOT))
+    from grader.execute import sandbox_status
+
+    return [] if sandbox_status()[0] else ["--unsafe"]
+
+
+def time_ours(course: Path, flags: list[str]) -> float:
+    start = time.perf_counter()
+    course_grader(course, "autograde", "--workers", WORKERS, "--quiet", *flags)
+    return time.perf_counter() - start
+
+
+def time_ours_warm(course: Path, flags: list[str]) -> float:
+    """Regrade everything (``--force``) where the reference values are already cached."""
+    start = time.perf_counter()
+    course_grader(course, "autograde", "--workers", WORKERS, "--quiet", "--force", *flags)
+    return time.perf_counter() - start
+
+
+def installed_d2lite(tmp: Path) -> Path:
+    """A copy of the d2lite package alone, as a non-editable install would have it.
+
+    05_multigpu runs its (ungraded) DDP demo only when it finds ``ddp_lenet.py`` next to the
+    notebook or in the ``course/`` folder of the checkout d2lite was imported from. Our sandbox
+    shows kernels the d2lite package but not the checkout, so they skip it; stock nbgrader's
+    kernels, importing the editable d2lite of this checkout, would run it (about a minute per
+    submission). Putting this copy first on PYTHONPATH makes both graders do the same work.
+    """
+    target = tmp / "site" / "d2lite"
+    if not target.exists():
+        shutil.copytree(ROOT / "d2lite", target, ignore=shutil.ignore_patterns("__pycache__"))
+    return target.parent
+
+
+def time_stock(course: Path, names: list[str], site: Path) -> float:
+    start = time.perf_counter()
+    for assignment in names:
+        _run([BIN / "nbgrader", "autograde", assignment], cwd=course, PYTHONPATH=str(site))
+    return time.perf_counter() - start
+
+
+# -- comparing the gradebooks -------------------------------------------------------------------
+
+def _course_id(course: Path) -> str:
+    match = re.search(r"course_id\s*=\s*['\"]([^'\"]+)", (course / "nbgrader_config.py").read_text())
+    return match.group(1) if match else "default_course"
+
+
+def cell_scores(course: Path, names: list[str]) -> dict[tuple[str, str, str], float | None]:
+    """(student, assignment, grade_id) -> score in the gradebook (None: no graded submission)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    scores = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", _course_id(course)) as gb:
+        for assignment in names:
+            for student in STUDENTS:
+                try:
+                    notebook = gb.find_submission_notebook(assignment, assignment, student)
+                except MissingEntry:
+                    cells = [c.name for c in gb.find_notebook(assignment, assignment).grade_cells]
+                    scores.update({(student, assignment, gid): None for gid in cells})
+                    continue
+                scores.update({(student, assignment, g.name): g.score for g in notebook.grades})
+    return scores
+
+
+def _ours_reason(course: Path, student: str, assignment: str, gid: str) -> str:
+    try:
+        marker = json.loads((course / "autograded" / student / assignment / "course-grader.json").read_text())
+        test = next(t for t in marker["tests"] if t["grade_id"] == gid)
+        return f"{test['status']}: {test['reason']}"
+    except (OSError, ValueError, KeyError, StopIteration):
+        return "no verdict recorded"
+
+
+def _stock_reason(course: Path, student: str, assignment: str, gid: str) -> str:
+    try:
+        nb = nbformat.read(course / "autograded" / student / assignment / f"{assignment}.ipynb", as_version=4)
+    except OSError:
+        return "not autograded (see nbgrader's log)"
+    cell = next((c for c in nb.cells if _meta(c).get("grade_id") == gid), None)
+    for out in (cell.outputs if cell is not None else []):
+        if out.output_type == "error":
+            return f"raised {out.ename}: {out.evalue.splitlines()[0] if out.evalue else ''}"[:160]
+        if out.output_type == "stream" and out.name == "stderr":
+            return f"printed to stderr: {out.text.strip().splitlines()[0] if out.text.strip() else ''}"[:160]
+    return "ran without an error"
+
+
+def differences(ours: Path, stock: Path, names: list[str]) -> list[str]:
+    a, b = cell_scores(ours, names), cell_scores(stock, names)
+    lines = []
+    for key in sorted(set(a) | set(b)):
+        if a.get(key) != b.get(key):
+            student, assignment, gid = key
+            lines.append(f"`{student}` / `{assignment}` / `{gid}`: ours {a.get(key)} "
+                         f"({_ours_reason(ours, *key)}), stock {b.get(key)} ({_stock_reason(stock, *key)})")
+    return lines
+
+
+def totals(course: Path, names: list[str]) -> dict[tuple[str, str], float | None]:
+    out: dict[tuple[str, str], float | None] = {}
+    for (student, assignment, _), score in cell_scores(course, names).items():
+        prev = out.get((student, assignment), 0.0)
+        out[(student, assignment)] = None if score is None or prev is None else prev + score
+    return out
+
+
+# -- the section --------------------------------------------------------------------------------
+
+def main() -> str:
+    flags = sandbox_flag()
+    walls: dict[str, list[float]] = {"ours": [], "stock": [], "warm": []}
+    keep = os.environ.get("BENCH_AUTOGRADE_KEEP")  # a folder to keep the graded courses in, for inspection
+    with tempfile.TemporaryDirectory(prefix="bench-autograde-") as tmp_name:
+        tmp = Path(keep) if keep else Path(tmp_name)
+        prepared, names, applied = prepare(tmp)
+        site = installed_d2lite(tmp)
+        n = len(STUDENTS) * len(names)
+        for repeat in range(REPEATS):
+            order = ("ours", "stock") if repeat % 2 == 0 else ("stock", "ours")
+            for who in order:  # alternate which goes first, so drift in the machine's load evens out
+                course = tmp / f"{who}-{repeat}"
+                if course.exists():
+                    shutil.rmtree(course)
+                shutil.copytree(prepared, course)
+                wall = time_ours(course, flags) if who == "ours" else time_stock(course, names, site)
+                walls[who].append(wall)
+                print(f"  repeat {repeat + 1}/{REPEATS}: {who} {wall:.0f} s", file=sys.stderr, flush=True)
+                if who == "ours" and WARM:
+                    walls["warm"].append(time_ours_warm(course, flags))
+                    print(f"  repeat {repeat + 1}/{REPEATS}: warm {walls['warm'][-1]:.0f} s", file=sys.stderr)
+        last = REPEATS - 1
+        diffs = differences(tmp / f"ours-{last}", tmp / f"stock-{last}", names)
+        ours_totals, stock_totals = totals(tmp / f"ours-{last}", names), totals(tmp / f"stock-{last}", names)
+    load = os.getloadavg()[0]
+    ours, stock = statistics.median(walls["ours"]), statistics.median(walls["stock"])
+    ratio = stock / ours
+    warm = statistics.median(walls["warm"]) if walls["warm"] else None
+
+    def fmt(score):
+        return "-" if score is None else f"{score:g}"
+
+    score_rows = []
+    for student in STUDENTS:
+        cells = []
+        for assignment in names:
+            o, s = ours_totals.get((student, assignment)), stock_totals.get((student, assignment))
+            cells.append(fmt(o) if o == s else f"**{fmt(o)} / {fmt(s)}**")
+        score_rows.append(f"| `{student}` | " + " | ".join(cells) + " |")
+    mode = "sandboxed (bubblewrap)" if not flags else "**--unsafe** (no isolation available on this machine)"
+    verdict = ("every per-student, per-notebook score and every test cell's score is identical in the two "
+               "gradebooks" if not diffs else
+               f"{len(diffs)} test cell score(s) differ between the gradebooks (listed below)")
+    return "\n".join([
+        f"## Autograde throughput: course-grader --workers {WORKERS} vs stock nbgrader (goal: >= {GOAL}x)",
+        "",
+        f"A class of {len(STUDENTS)} students x {len(names)} notebooks = {n} submissions "
+        f"({', '.join(names)}), each grader on a fresh copy of the same collected course; "
+        f"median of {REPEATS} repeat(s) (`BENCH_AUTOGRADE_REPEATS`, default 1). Load average at the end: "
+        f"{load:.1f} on {os.cpu_count()} cores. Stock nbgrader runs with the course's `nbgrader_config.py` "
+        "(600 s per cell) and its kernels import d2lite from a plain copy of the package, as from a "
+        "non-editable install, so that, like our sandboxed kernels, they skip 05's ungraded DDP demo.",
+        "",
+        "| grader | wall (median) | runs | submissions / min | speed-up |",
+        "| --- | ---: | --- | ---: | ---: |",
+        f"| stock `nbgrader autograde <assignment>`, one notebook after the other | {stock:.0f} s | "
+        f"{', '.join(f'{w:.0f}' for w in walls['stock'])} s | {n / stock * 60:.1f} | 1.00x |",
+        f"| `course-grader autograde --workers {WORKERS}`, {mode}, incl. {len(names)} reference runs | "
+        f"{ours:.0f} s | {', '.join(f'{w:.0f}' for w in walls['ours'])} s | {n / ours * 60:.1f} | **{ratio:.2f}x** |",
+        *([f"| the same, `--force` regrade with the reference values cached | {warm:.0f} s | "
+           f"{', '.join(f'{w:.0f}' for w in walls['warm'])} s | {n / warm * 60:.1f} | {stock / warm:.2f}x |"]
+          if walls["warm"] else []),
+        "",
+        f"Scores (points per student and notebook; **ours / stock** where they differ): {verdict}.",
+        "",
+        "| student | " + " | ".join(f"`{a}`" for a in names) + " |",
+        "| --- | " + " | ".join("---:" for _ in names) + " |",
+        *score_rows,
+        "",
+        *([f"- {line}" for line in diffs] + [""] if diffs else []),
+        f"Mistakes planted in `mistakes`: {', '.join(applied) or 'none found'}.",
+        "",
+        f"course-grader grades {ratio:.2f}x as fast as stock nbgrader on this machine "
+        f"({'meets' if ratio >= GOAL else 'misses'} the {GOAL}x goal): it runs two sandboxed kernels at a "
+        "time where nbgrader runs one, and pays for one trusted run of each solution notebook before "
+        "grading (cached for later runs); both execute each submission once.",
+    ])
+
+
+if __name__ == "__main__":
+    print(main())
