@@ -57,8 +57,22 @@ def build(root: Path, course: Path = Path("course")) -> list[str]:
         target = root / "source" / assignment / notebook.name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(notebook, target)
+        for support in support_files(notebook):
+            shutil.copyfile(support, target.parent / support.name)
         ids.append(assignment)
     return ids
+
+
+def support_files(notebook: Path) -> list[Path]:
+    """Files of the course folder that ``notebook`` names, e.g. ``ddp_lenet.py`` for 05_multigpu.
+
+    They are copied next to the notebook in ``source/<assignment>/``, so nbgrader's release ships
+    them to students and the grader gives the kernel a copy of them.
+    """
+    text = Path(notebook).read_text(encoding="utf-8")
+    return [path for path in sorted(Path(notebook).parent.iterdir())
+            if path.is_file() and path.suffix != ".ipynb" and not path.name.startswith(".")
+            and path.name in text]
 
 
 def assignments(root: Path) -> list[str]:

@@ -13,6 +13,7 @@ compares them with what the same cell recorded in the reference run, here in the
 from __future__ import annotations
 
 import hashlib
+import shutil
 import json
 import time
 from dataclasses import dataclass
@@ -103,6 +104,19 @@ def _check_workdir(source: Path, workdir: Path) -> None:
                          "run an empty scratch folder of its own")
 
 
+def _copy_support_files(source: Path, workdir: Path) -> list[str]:
+    """Copy the files that ship with the assignment (non-notebook files next to the trusted source,
+    e.g. ``ddp_lenet.py`` beside ``05_multigpu.ipynb``) into the kernel's workdir. A student's own
+    copies of them are never used."""
+    Path(workdir).mkdir(parents=True, exist_ok=True)
+    copied = []
+    for path in sorted(Path(source).resolve().parent.iterdir()):
+        if path.is_file() and not path.is_symlink() and path.suffix != ".ipynb" and not path.name.startswith("."):
+            shutil.copyfile(path, Path(workdir) / path.name)
+            copied.append(path.name)
+    return copied
+
+
 def _sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
@@ -187,6 +201,7 @@ def run_reference(source: Path, *, workdir: Path, limits: Limits = Limits(),
     nb = nbformat.read(str(source), as_version=4)
     roles = [Role("test" if is_test(c) else "trusted", nbgrader_meta(c).get("grade_id", ""))
              for c in nb.cells]
+    _copy_support_files(source, workdir)
     runs, problems = _execute(nb, roles, workdir, limits, sandboxed=sandboxed, record=True)
     cells: dict[str, dict[str, dict]] = {}
     for i, role in enumerate(roles):
@@ -232,6 +247,7 @@ def grade(source: Path, submission: Path | None, references: References, *, work
                 tests[role.grade_id] = TestResult(role.grade_id, _points(cell), 0.0, "missing",
                                                   why[0].upper() + why[1:] + ".")
         return NotebookResult(tests, merged.notebook, problems)
+    _copy_support_files(source, workdir)
     runs, run_problems = _execute(merged.notebook, merged.roles, workdir, limits,
                                   sandboxed=sandboxed, record=True)
     problems += run_problems
@@ -268,6 +284,7 @@ def _verdict(gid: str, points: float, run: CellRun | None, expected: dict | None
 
 def _first_line(text: str, limit: int = 200) -> str:
     line = (text or "an error").strip().splitlines()[0] if (text or "").strip() else "an error"
+    line = line.rstrip(": ") or "an error"  # "NotImplementedError: " (an empty message)
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 

@@ -47,5 +47,7 @@ def run_lab(root: Path, *, instructor: bool = False, course: Path = Path("course
             print(f"new copy of the released notebook in {folder}/")
         print(f"student lab on {STUDENT_DIR}/ (released notebooks; run `course-grader validate NB` to self-check)")
         args = [jupyter, "lab", f"--ServerApp.root_dir={STUDENT_DIR.resolve()}"]
+    if os.geteuid() == 0:  # Jupyter refuses root without it (containers, CI machines)
+        args.append("--allow-root")
     os.execv(args[0], args)
     return 0  # not reached

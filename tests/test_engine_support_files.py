@@ -1,0 +1,56 @@
+"""Files that ship with an assignment reach the sandboxed kernel; a student's copies of them do not."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from grader.assembly import build, support_files
+from grader.execute import grade, run_reference
+
+HELPER = "def shipped():\n    return 'from the course'\n"
+
+
+def source_notebook(folder: Path) -> Path:
+    """A one-exercise notebook whose test imports helper.py from the working directory."""
+    nb = new_notebook(cells=[
+        new_markdown_cell("# Support files\n\nTotal points: 1\n\nUses `helper.py`."),
+        new_code_cell("def answer():\n    ### BEGIN SOLUTION\n    return 42\n    ### END SOLUTION",
+                      metadata={"nbgrader": {"solution": True, "grade": False, "locked": False,
+                                             "grade_id": "answer", "schema_version": 3}}),
+        new_code_cell('"""answer() and the shipped helper"""\nfrom grader.record import record\n'
+                      "import helper\nrecord('helper', helper.shipped())\nrecord('answer', answer())",
+                      metadata={"nbgrader": {"solution": False, "grade": True, "locked": True,
+                                             "points": 1, "grade_id": "test_answer",
+                                             "schema_version": 3}}),
+    ])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "helper.py").write_text(HELPER)
+    (folder / "unrelated.py").write_text("raise SystemExit('not named by the notebook')\n")
+    path = folder / "support.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_build_ships_only_the_files_a_notebook_names(tmp_path):
+    source = source_notebook(tmp_path / "course")
+    assert [p.name for p in support_files(source)] == ["helper.py"]
+    build(tmp_path / "built", source)
+    assert sorted(p.name for p in (tmp_path / "built" / "source" / "support").iterdir()) == [
+        "helper.py", "support.ipynb"]
+
+
+def test_the_kernel_gets_the_trusted_copy_of_support_files(tmp_path):
+    source = source_notebook(tmp_path / "course")
+    refs = run_reference(source, workdir=tmp_path / "ref")
+    assert refs.cells["test_answer"]["helper"]["value"] == {"str": "from the course"}
+
+    student = tmp_path / "student"
+    student.mkdir()
+    (student / "helper.py").write_text("def shipped():\n    return 'forged by the student'\n")
+    submitted = nbformat.read(source, 4)
+    nbformat.write(submitted, student / "support.ipynb")
+    result = grade(source, student / "support.ipynb", refs, workdir=tmp_path / "work")
+    assert result.tests["test_answer"].status == "passed", result.tests
