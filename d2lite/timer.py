@@ -14,7 +14,7 @@ class Timer:
 
     sync_cuda: wait for every visible GPU (``torch.cuda.synchronize(i)`` for each device i)
         before reading the clock, so that the time of kernels launched asynchronously is counted,
-        on all GPUs of a multi-GPU step (a no-op without CUDA). It makes every
+        on all GPUs of a multi-GPU step; on Apple GPUs ``torch.mps.synchronize()`` (a no-op on a CPU-only machine). It makes every
         ``start``/``stop`` wait for the GPU, so use it around whole epochs, not single batches.
 
         timer = Timer()
@@ -29,9 +29,12 @@ class Timer:
         self.start()
 
     def _now(self) -> float:
-        if self.sync_cuda and torch.cuda.is_available():
-            for device in range(torch.cuda.device_count()):
-                torch.cuda.synchronize(device)
+        if self.sync_cuda:
+            if torch.cuda.is_available():
+                for device in range(torch.cuda.device_count()):
+                    torch.cuda.synchronize(device)
+            elif torch.backends.mps.is_available():  # Apple GPUs run asynchronously too
+                torch.mps.synchronize()
         return time.perf_counter()
 
     def start(self) -> None:
