@@ -157,3 +157,35 @@ def test_a_student_id_that_escapes_is_refused(graded, tmp_path):
     report = collect(root, inbox)
     assert report.imported == [] and "refusing student id" in report.rejected[0].reason
     assert not (root / "a..b").exists() and not (root.parent / A).exists()
+
+
+
+def _gradebook_scores(root: Path) -> dict:
+    """Every grade cell's auto score as nbgrader's own gradebook holds it."""
+    from nbgrader.api import Grade, Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        return {(grade.student.id, grade.name): grade.auto_score for grade in gb.db.query(Grade).all()}
+
+
+def _erase_scores(root: Path) -> None:
+    from nbgrader.api import Grade, Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        for grade in gb.db.query(Grade).all():
+            grade.auto_score = None
+        gb.db.commit()
+
+
+def test_one_worker_and_two_workers_give_identical_gradebooks(graded, tmp_path):
+    """The same class graded again from scratch with --workers 1 ends with the gradebook of --workers 2."""
+    root, results = graded
+    copy = tmp_path / "one worker"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns("autograded", "feedback"))
+    _erase_scores(copy)
+    assert set(_gradebook_scores(copy).values()) == {None}
+    sequential = autograde(copy, workers=1)
+    assert _verdicts(sequential) == _verdicts(results)
+    scores = _gradebook_scores(copy)
+    assert scores == _gradebook_scores(root)
+    assert len(scores) == 5 * 3 and set(scores.values()) != {0.0}, scores
