@@ -113,6 +113,8 @@ def main() -> str:
     one, three = share[1, LIVE], share[3, LIVE]
     return "\n".join([
         "## Animator overhead in a LeNet CPU epoch (goal: at most 2 %)",
+        f"<!-- headline: Animator (live, throttled) share of a LeNet CPU run, 1 / 3 epochs | "
+        f"{100 * one:.1f} % / {100 * three:.1f} % | <= 2 % -->",
         "",
         f"`train_ch6` (sigmoid LeNet, mnist5k: 4,000 training images, batch {BATCH_SIZE}, CPU), "
         f"median of {REPEATS} interleaved repeats; runs of 1 and of 3 epochs.",

@@ -127,6 +127,9 @@ def main() -> str:
         ("DDP, torchrun 2 processes", m["ddp2"], m["ddp1"], "DDP 1 process"),
     ]
     return "\n".join([
+        f"<!-- headline: by hand k=2 / DataParallel / DDP 2 procs, time vs 1 device ({device.type}) | "
+        f"{m['hand2'] / m['single']:.2f} / {m['dp'] / m['single']:.2f} / {m['ddp2'] / m['ddp1']:.2f} | "
+        "(overhead ratios) -->",
         f"## Data parallelism on {device} ({'%d GPU(s)' % len(gpus) if gpus else 'no GPU'}; "
         f"MNIST-5k, batch {BATCH_SIZE}, medians of {REPEATS})",
         "",

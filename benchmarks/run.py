@@ -65,6 +65,27 @@ def update_results(name: str, section: str, header: str) -> None:
     RESULTS.write_text(text)
 
 
+HEADLINE = re.compile(r"<!-- headline: (.*?) \| (.*?) \| (.*?) -->")
+
+
+def summary_table(text: str) -> str:
+    """One table of every benchmark's headline figures, read from all sections of RESULTS.md."""
+    rows = [f"| {what} | {value} | {goal} |" for what, value, goal in HEADLINE.findall(text)]
+    return "\n".join(["| measure | measured | goal |", "| --- | --- | --- |", *rows])
+
+
+def write_summary() -> str:
+    text = RESULTS.read_text()
+    table = summary_table(text)
+    block = f"<!-- summary -->\n## Summary\n\n{table}\n<!-- /summary -->"
+    if "<!-- summary -->" in text:
+        text = re.sub(r"(?s)<!-- summary -->.*?<!-- /summary -->", lambda _: block, text, count=1)
+    else:
+        text = text.replace("<!-- /machine -->\n", f"<!-- /machine -->\n\n{block}\n", 1)
+    RESULTS.write_text(text)
+    return table
+
+
 def main(names: list[str]) -> None:
     sys.path.insert(0, str(HERE.parent))
     names = names or sorted(p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py"))
@@ -75,6 +96,7 @@ def main(names: list[str]) -> None:
         section = load(name).main()
         print(section, flush=True)
         update_results(name, f"{section.strip()}\n\n_Measured {datetime.date.today().isoformat()}._", header)
+    print("\n== summary (all sections of RESULTS.md) ==\n" + write_summary())
     print(f"\nwrote {RESULTS.relative_to(HERE.parent)}")
 
 
