@@ -178,11 +178,10 @@ def time_ours_warm(course: Path, flags: list[str]) -> float:
 def installed_d2lite(tmp: Path) -> Path:
     """A copy of the d2lite package alone, as a non-editable install would have it.
 
-    05_multigpu runs its (ungraded) DDP demo only when it finds ``ddp_lenet.py`` next to the
-    notebook or in the ``course/`` folder of the checkout d2lite was imported from. Our sandbox
-    shows kernels the d2lite package but not the checkout, so they skip it; stock nbgrader's
-    kernels, importing the editable d2lite of this checkout, would run it (about a minute per
-    submission). Putting this copy first on PYTHONPATH makes both graders do the same work.
+    With the editable install of this checkout, stock nbgrader's kernels could reach files of the
+    checkout's ``course/`` folder (05_multigpu looks there for ``ddp_lenet.py``) that our sandboxed
+    kernels cannot see. Putting this copy first on PYTHONPATH gives both graders' kernels only what
+    the course ships with each assignment, so both do the same work.
     """
     target = tmp / "site" / "d2lite"
     if not target.exists():
@@ -240,6 +239,14 @@ def _stock_reason(course: Path, student: str, assignment: str, gid: str) -> str:
     for out in (cell.outputs if cell is not None else []):
         if out.output_type == "error":
             return f"raised {out.ename}: {out.evalue.splitlines()[0] if out.evalue else ''}"[:160]
+        if out.output_type == "execute_result":
+            shown = out.get("data", {}).get("text/plain", "")
+            try:
+                float(shown)
+            except ValueError:
+                continue
+            return (f"its last expression showed {shown}, which nbgrader takes as the cell's score "
+                    "(partial credit)")
         if out.output_type == "stream" and out.name == "stderr":
             return f"printed to stderr: {out.text.strip().splitlines()[0] if out.text.strip() else ''}"[:160]
     return "ran without an error"
@@ -273,6 +280,8 @@ def main() -> str:
     with tempfile.TemporaryDirectory(prefix="bench-autograde-") as tmp_name:
         tmp = Path(keep) if keep else Path(tmp_name)
         prepared, names, applied = prepare(tmp)
+        shipped = sorted(f"`{p.parent.name}/{p.name}`" for p in (prepared / "source").glob("*/*")
+                         if p.is_file() and p.suffix != ".ipynb")
         site = installed_d2lite(tmp)
         n = len(STUDENTS) * len(names)
         for repeat in range(REPEATS):
@@ -317,8 +326,9 @@ def main() -> str:
         f"({', '.join(names)}), each grader on a fresh copy of the same collected course; "
         f"median of {REPEATS} repeat(s) (`BENCH_AUTOGRADE_REPEATS`, default 1). Load average at the end: "
         f"{load:.1f} on {os.cpu_count()} cores. Stock nbgrader runs with the course's `nbgrader_config.py` "
-        "(600 s per cell) and its kernels import d2lite from a plain copy of the package, as from a "
-        "non-editable install, so that, like our sandboxed kernels, they skip 05's ungraded DDP demo.",
+        "(600 s per cell); its kernels import d2lite from a plain copy of the package (as from a "
+        "non-editable install), so neither grader's kernels reach into this checkout. Files shipped with "
+        f"the assignments ({', '.join(shipped) or 'none'}) are copied next to every graded notebook by both.",
         "",
         "| grader | wall (median) | runs | submissions / min | speed-up |",
         "| --- | ---: | --- | ---: | ---: |",
