@@ -100,6 +100,30 @@ def test_points(nb: NotebookNode) -> float:
     return sum(float(nbgrader_meta(c).get("points", 0) or 0) for c in nb.cells if is_test(c))
 
 
+def ends_with_expression(source: str) -> bool:
+    """True when the last statement of a code cell is an expression whose value IPython would show
+    as ``Out[n]`` (a ``print(...)`` call shows nothing); False for code that does not parse."""
+    import ast
+
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return False
+    if not body or not isinstance(body[-1], ast.Expr):
+        return False
+    value = body[-1].value
+    is_print = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "print"
+    is_docstring_only = len(body) == 1 and isinstance(value, ast.Constant) and isinstance(value.value, str)
+    return not (is_print or is_docstring_only)
+
+
+def _visible(source: str) -> str:
+    """What the student version of a test cell keeps (hidden-test regions removed)."""
+    from .feedback import strip_hidden
+
+    return strip_hidden(source)
+
+
 def structure_problems(nb: NotebookNode) -> list[str]:
     """Gate (e) and the exercise layout: ids unique, points add up, every exercise well formed."""
     problems = []
@@ -120,6 +144,10 @@ def structure_problems(nb: NotebookNode) -> list[str]:
                             "graded answers are not auto-graded); make it a solution cell and add a test cell")
         if is_test(cell) and not float(meta.get("points", 0) or 0) > 0:
             problems.append(f"graded test cell {grade_id!r} is worth no points")
+        if is_test(cell) and (ends_with_expression(cell.source) or ends_with_expression(_visible(cell.source))):
+            problems.append(f"graded test cell {grade_id!r} ends with an expression: its value is shown "
+                            "as the cell's output, and stock nbgrader takes a number there as the cell's "
+                            "score (partial credit); end the cell with a statement, e.g. a print()")
     announced = header_points(nb)
     total = test_points(nb)
     if announced is None:

@@ -173,3 +173,17 @@ def test_stubbed_walkthrough_stubs_each_exercise_then_restores_it():
                      "stub", "test:gate-stubbed:test_pairwise", "solution:pairwise",
                      "stub", "test:gate-stubbed:test_mean_of", "solution:mean_of"]
     nbformat.validate(walk)
+
+
+def test_a_test_cell_ending_in_an_expression_is_flagged():
+    """Its value would show as Out[n], and stock nbgrader reads a number there as partial credit."""
+    from grader.course import ends_with_expression
+
+    assert ends_with_expression('record("k", f(x))\n### BEGIN HIDDEN TESTS\nrecord("h", f(y))\n### END HIDDEN TESTS')
+    assert ends_with_expression("x = 1\nx")
+    assert not ends_with_expression('record("k", f(x))\nprint("All checks passed.")')
+    assert not ends_with_expression('"""Only a docstring."""')
+    nb = nbs.read_notebook(GOOD)
+    test_cell = next(c for c in nb.cells if nbs.is_test(c))
+    test_cell.source = test_cell.source.rsplit("\n", 1)[0]  # drop the final print()
+    assert any("ends with an expression" in p for p in nbs.structure_problems(nb))
