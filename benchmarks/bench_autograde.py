@@ -321,6 +321,8 @@ def main() -> str:
                f"{len(diffs)} test cell score(s) differ between the gradebooks (listed below)")
     return "\n".join([
         f"## Autograde throughput: course-grader --workers {WORKERS} vs stock nbgrader (goal: >= {GOAL}x)",
+        f"<!-- headline: autograde {n} submissions, course-grader --workers {WORKERS} vs stock nbgrader | "
+        f"{ratio:.2f}x faster, {len(diffs)} score difference(s) | >= {GOAL}x, identical scores -->",
         "",
         f"A class of {len(STUDENTS)} students x {len(names)} notebooks = {n} submissions "
         f"({', '.join(names)}), each grader on a fresh copy of the same collected course; "
