@@ -64,13 +64,13 @@ def main() -> str:
             fashion_iter = med["d2lite.data_iter"]
         rows.append(
             f"| {label} | {n:,} x {tuple(shape)}, batch {batch_size} | {base * 1e3:.1f} ms "
-            f"| {med['d2lite.data_iter'] * 1e3:.2f} ms | **{base / med['d2lite.data_iter']:.0f}x** "
-            f"| {med['d2lite.load_array'] * 1e3:.2f} ms | **{base / med['d2lite.load_array']:.0f}x** |"
+            f"| {med['d2lite.data_iter'] * 1e3:.2f} ms | **{base / med['d2lite.data_iter']:.1f}x** "
+            f"| {med['d2lite.load_array'] * 1e3:.2f} ms | **{base / med['d2lite.load_array']:.1f}x** |"
         )
     return "\n".join([
         "## data_iter vs DataLoader(TensorDataset), one shuffled epoch",
         f"<!-- headline: data_iter vs DataLoader(TensorDataset), Fashion-MNIST-sized float32 epoch | "
-        f"{fashion_base / fashion_iter:.0f}x faster | >= 10x -->",
+        f"{fashion_base / fashion_iter:.1f}x faster | >= 10x -->",
         "",
         f"Median of {REPEATS} timings per contender (each the mean of 20 epochs for the small case, one epoch "
         "otherwise), measured alternately in one process with one torch thread; "
