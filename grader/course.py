@@ -52,8 +52,10 @@ def write_notebook(nb: NotebookNode, path: Path) -> Path:
 
 
 def nbgrader_meta(cell: NotebookNode) -> dict:
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return meta if isinstance(meta, dict) else {}
+    """The cell's nbgrader metadata; {} when it is missing or damaged (student files can be anything)."""
+    meta = cell.get("metadata") if isinstance(cell, dict) else None
+    nbg = meta.get("nbgrader") if isinstance(meta, dict) else None
+    return nbg if isinstance(nbg, dict) else {}
 
 
 def is_solution(cell: NotebookNode) -> bool:

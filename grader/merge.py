@@ -16,6 +16,8 @@ from pathlib import Path
 
 import nbformat
 
+from .course import is_test, nbgrader_meta
+
 __all__ = ["Role", "Merged", "read_submission", "merge", "stub", "nbgrader_meta"]
 
 MAX_SUBMISSION_BYTES = 64 * 1024 * 1024
@@ -38,20 +40,9 @@ class Merged:
     problems: list[str]
 
 
-def nbgrader_meta(cell) -> dict:
-    meta = cell.get("metadata") if isinstance(cell, dict) else None
-    nbg = meta.get("nbgrader") if isinstance(meta, dict) else None
-    return nbg if isinstance(nbg, dict) else {}
-
-
 def is_answer(cell) -> bool:
     m = nbgrader_meta(cell)
     return bool(m.get("solution")) and not m.get("grade")
-
-
-def is_test(cell) -> bool:
-    m = nbgrader_meta(cell)
-    return bool(m.get("grade")) and not m.get("solution") and cell.get("cell_type") == "code"
 
 
 def stub(source: str) -> str:
