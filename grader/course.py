@@ -119,11 +119,22 @@ def ends_with_expression(source: str) -> bool:
     return not (is_print or is_docstring_only)
 
 
-def _visible(source: str) -> str:
-    """What the student version of a test cell keeps (hidden-test regions removed)."""
-    from .feedback import strip_hidden
+HIDDEN_NOTE = "# (hidden tests are not shown)"
+HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 
-    return strip_hidden(source)
+
+def strip_hidden(source: str) -> str:
+    """The source with each hidden-test region replaced by one note line."""
+    lines, inside = [], False
+    for line in source.splitlines():
+        if HIDDEN_BEGIN in line:
+            inside = True
+            lines.append(line[: len(line) - len(line.lstrip())] + HIDDEN_NOTE)
+        elif HIDDEN_END in line:
+            inside = False
+        elif not inside:
+            lines.append(line)
+    return "\n".join(lines)
 
 
 def structure_problems(nb: NotebookNode) -> list[str]:
@@ -146,7 +157,7 @@ def structure_problems(nb: NotebookNode) -> list[str]:
                             "graded answers are not auto-graded); make it a solution cell and add a test cell")
         if is_test(cell) and not float(meta.get("points", 0) or 0) > 0:
             problems.append(f"graded test cell {grade_id!r} is worth no points")
-        if is_test(cell) and (ends_with_expression(cell.source) or ends_with_expression(_visible(cell.source))):
+        if is_test(cell) and (ends_with_expression(cell.source) or ends_with_expression(strip_hidden(cell.source))):
             problems.append(f"graded test cell {grade_id!r} ends with an expression: its value is shown "
                             "as the cell's output, and stock nbgrader takes a number there as the cell's "
                             "score (partial credit); end the cell with a statement, e.g. a print()")
@@ -214,7 +225,7 @@ def solution_lines(nb: NotebookNode) -> list[str]:
 def hidden_test_lines(nb: NotebookNode) -> list[str]:
     lines = []
     for cell in nb.cells:
-        lines += _region_lines(cell.source, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+        lines += _region_lines(cell.source, HIDDEN_BEGIN, HIDDEN_END)
     return lines
 
 

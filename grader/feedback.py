@@ -15,27 +15,9 @@ from nbformat.v4 import new_output
 from traitlets import Bool
 
 from .assembly import GraderError
-from .course import is_test, nbgrader_meta
+from .course import HIDDEN_BEGIN as BEGIN, HIDDEN_NOTE, is_test, nbgrader_meta, strip_hidden
 
 __all__ = ["HideHiddenTests", "feedback", "HIDDEN_NOTE"]
-
-HIDDEN_NOTE = "# (hidden tests are not shown)"
-BEGIN, END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
-
-
-def strip_hidden(source: str) -> str:
-    """The source with each hidden-test region replaced by one note line."""
-    lines, inside = [], False
-    for line in source.splitlines():
-        if BEGIN in line:
-            inside = True
-            lines.append(line[: len(line) - len(line.lstrip())] + HIDDEN_NOTE)
-        elif END in line:
-            inside = False
-        elif not inside:
-            lines.append(line)
-    return "\n".join(lines)
-
 
 class HideHiddenTests(Preprocessor):
     """Hide hidden tests and their tracebacks; show each test's verdict instead."""
