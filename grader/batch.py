@@ -16,7 +16,8 @@ import os
 import shutil
 import sys
 import tempfile
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -25,8 +26,9 @@ import nbformat
 from .assembly import GraderError, release, source_notebook
 from .assembly import assignments as course_assignments
 from .collect import REJECTED_FILE, TIMESTAMP_FILE, timestamp_text
+from .schedule import GradingQueue
 
-__all__ = ["MARKER", "Outcome", "autograde", "outcomes", "grade_table"]
+__all__ = ["MARKER", "Outcome", "ReferenceFailed", "autograde", "outcomes", "grade_table"]
 
 MARKER = "course-grader.json"
 ATTENTION = ("timeout", "crashed", "not run", "missing")  # beyond a wrong answer
@@ -44,6 +46,14 @@ class Outcome:
     source_sha256: str = ""
 
 
+class ReferenceFailed(GraderError):
+    """Some assignment's trusted solution failed its own tests; the rest of the batch was graded."""
+
+    def __init__(self, message: str, outcomes: list[Outcome]):
+        super().__init__(message)
+        self.outcomes = outcomes  # of every selected submission that is graded
+
+
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -56,11 +66,24 @@ def _write_atomic(path: Path, text: str) -> None:
 
 # -- worker side ------------------------------------------------------------------------------
 
-def _reference_job(source: str, target: str, limits, unsafe: bool) -> None:
+def _share_cores(workers: int) -> None:
+    """Runs in each worker process. Parallel kernels split the cores between them: left alone, each
+    torch kernel would start one thread per core, and N kernels on N cores would fight over them.
+    Kernels inherit these variables (see grader.sandbox); an instructor's own setting wins."""
+    if workers > 1:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(name, str(max(1, cores // workers)))
+
+
+def _reference_job(source: str, target: str, limits, unsafe: bool) -> float:
+    """Run the trusted solution and save its reference values; returns how long it took."""
     from .execute import run_reference
 
     with tempfile.TemporaryDirectory(prefix="reference-") as workdir:
-        run_reference(Path(source), workdir=Path(workdir), limits=limits, unsafe=unsafe).save(Path(target))
+        references = run_reference(Path(source), workdir=Path(workdir), limits=limits, unsafe=unsafe)
+    references.save(Path(target))
+    return references.seconds
 
 
 def _grade_job(source: str, submission: str | None, references: str, limits, unsafe: bool) -> dict:
@@ -75,29 +98,25 @@ def _grade_job(source: str, submission: str | None, references: str, limits, uns
 
 # -- parent side ------------------------------------------------------------------------------
 
-def _references(root: Path, names: list[str], pool, limits, unsafe: bool) -> dict[str, Path]:
-    """Path of each assignment's reference values, re-running the solution where the source changed."""
-    from .execute import References
+def _reference_plan(root: Path, names: list[str]) -> tuple[dict[str, Path], list[str], dict[str, float]]:
+    """Each assignment's references file; the assignments whose file is missing or older than the
+    source (their solution must run again); and how long each up-to-date reference run took."""
+    from .references import References
 
-    paths, jobs = {}, {}
+    paths, stale, seconds = {}, [], {}
     for assignment in names:
-        source = source_notebook(root, assignment)
         path = root / "references" / f"{assignment}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         paths[assignment] = path
         try:
-            fresh = References.load(path).source_sha256 == _sha256(source)
+            cached = References.load(path)
         except (OSError, ValueError):
-            fresh = False
-        if not fresh:
-            jobs[assignment] = pool.submit(_reference_job, str(source), str(path), limits, unsafe)
-    for assignment, job in jobs.items():
-        try:
-            job.result()
-        except Exception as error:
-            raise GraderError(f"the reference run of {assignment} failed, so nothing can be graded against it: "
-                              f"{error}") from error
-    return paths
+            cached = None
+        if cached is not None and cached.source_sha256 == _sha256(source_notebook(root, assignment)):
+            seconds[assignment] = cached.seconds
+        else:
+            stale.append(assignment)
+    return paths, stale, seconds
 
 
 def _read_marker(folder: Path) -> dict | None:
@@ -177,7 +196,7 @@ def autograde(root: Path, *, assignments: list[str] | None = None, students: lis
     from nbgrader.api import Gradebook, MissingEntry
 
     from .config import load_config, nbgrader_api
-    from .execute import Limits, SandboxUnavailable, sandbox_status
+    from .sandbox import Limits, SandboxUnavailable, sandbox_status
 
     root = root.resolve()
     names = assignments or course_assignments(root)
@@ -198,30 +217,79 @@ def autograde(root: Path, *, assignments: list[str] | None = None, students: lis
     if unreleased:
         release(root, unreleased)
     todo = _pending(root, names, students, force)
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=max(1, workers), mp_context=context) as pool:
-        refs = _references(root, sorted({a for _, a in todo}), pool, limits, unsafe) if todo else {}
-        jobs = {}
-        for student, assignment in todo:
-            sub = root / "submitted" / student / assignment / f"{assignment}.ipynb"
-            jobs[pool.submit(_grade_job, str(source_notebook(root, assignment)), str(sub) if sub.exists() else None,
-                             str(refs[assignment]), limits, unsafe)] = (student, assignment)
-        bar = _progress(len(jobs)) if progress and jobs else None
-        with Gradebook(db_url, course_id) as gb:
-            for job in as_completed(jobs):
-                student, assignment = jobs[job]
-                extra = _rejections(root / "submitted" / student / assignment)
-                try:
-                    result = job.result()
-                except Exception as error:  # the engine itself failed: record zero with the reason
-                    result = _failed(root, assignment, f"grading failed: {type(error).__name__}: {error}")
-                _save(root, gb, student, assignment, result, extra)
-                if bar:
-                    bar.set_postfix_str(f"{student} / {assignment}", refresh=False)
-                    bar.update()
-        if bar:
-            bar.close()
+    failed = _run_batch(root, todo, workers=max(1, workers), limits=limits, unsafe=unsafe, progress=progress,
+                        gradebook=lambda: Gradebook(db_url, course_id))
+    if failed:
+        raise ReferenceFailed("; ".join(f"the reference run of {assignment} failed, so its submissions were not "
+                                        f"graded (the other assignments were): {why}"
+                                        for assignment, why in failed.items()), outcomes(root, names, students))
     return outcomes(root, names, students)
+
+
+def _run_batch(root: Path, todo: list[tuple[str, str]], *, workers: int, limits, unsafe: bool, progress: bool,
+               gradebook) -> dict[str, str]:
+    """Grade ``todo`` in ``workers`` processes, saving each result as it arrives; reference runs
+    first, each assignment's submissions as soon as its own reference is done (grader.schedule).
+    Returns {assignment: why} for the reference runs that failed."""
+    if not todo:
+        return {}
+    paths, stale, seconds = _reference_plan(root, sorted({a for _, a in todo}))
+    queue = GradingQueue(stale, todo, seconds)
+    failed: dict[str, str] = {}
+    running: dict = {}  # future -> job, at most `workers` of them
+    bar = _progress(len(todo)) if progress else None
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_share_cores,
+                             initargs=(workers,)) as pool, gradebook() as gb:
+
+        def start(job: tuple[str, ...]):
+            if job[0] == "reference":
+                source = source_notebook(root, job[1])
+                return pool.submit(_reference_job, str(source), str(paths[job[1]]), limits, unsafe)
+            _, student, assignment = job
+            sub = root / "submitted" / student / assignment / f"{assignment}.ipynb"
+            return pool.submit(_grade_job, str(source_notebook(root, assignment)), str(sub) if sub.exists() else None,
+                               str(paths[assignment]), limits, unsafe)
+
+        def finish(job: tuple[str, ...], future) -> None:
+            if job[0] == "reference":
+                try:
+                    queue.reference_done(job[1], future.result())
+                except BrokenProcessPool:
+                    raise
+                except Exception as error:  # noqa: BLE001 - e.g. ReferenceRunError: say which, go on
+                    failed[job[1]] = str(error)
+                    queue.reference_failed(job[1])
+                return
+            _, student, assignment = job
+            try:
+                result = future.result()
+            except BrokenProcessPool:
+                raise
+            except Exception as error:  # noqa: BLE001 - the engine itself failed: zero, with the reason
+                result = _failed(root, assignment, f"grading failed: {type(error).__name__}: {error}")
+            _save(root, gb, student, assignment, result, _rejections(root / "submitted" / student / assignment))
+            if bar:
+                bar.set_postfix_str(f"{student} / {assignment}", refresh=False)
+                bar.update()
+
+        try:
+            while queue or running:
+                while queue and len(running) < workers:
+                    job = queue.next()
+                    running[start(job)] = job
+                if not running:
+                    break  # nothing runs and nothing can start: only submissions of failed references
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=lambda f: f.exception() is not None):  # results first
+                    finish(running.pop(future), future)
+        except BrokenProcessPool:  # a worker process died (not a kernel): what is pending stays pending
+            raise GraderError("a grading worker process died (killed from outside, or out of memory); every "
+                              "result that arrived is saved: run autograde again to grade the rest") from None
+        finally:
+            if bar:
+                bar.close()
+    return failed
 
 
 def _progress(total: int):

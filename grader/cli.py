@@ -13,7 +13,7 @@ __all__ = ["main"]
 
 
 def _limits(args):
-    from .execute import Limits
+    from .sandbox import Limits
 
     return Limits(cell_timeout_s=args.cell_timeout) if getattr(args, "cell_timeout", None) else Limits()
 
@@ -49,11 +49,15 @@ def cmd_collect(args) -> int:
 
 
 def cmd_autograde(args) -> int:
-    from .batch import autograde, grade_table
+    from .batch import ReferenceFailed, autograde, grade_table
 
-    outcomes = autograde(args.root, assignments=args.assignment or None, students=args.student or None,
-                         workers=args.workers, force=args.force, limits=_limits(args), unsafe=args.unsafe,
-                         progress=not args.quiet)
+    try:
+        outcomes = autograde(args.root, assignments=args.assignment or None, students=args.student or None,
+                             workers=args.workers, force=args.force, limits=_limits(args), unsafe=args.unsafe,
+                             progress=not args.quiet)
+    except ReferenceFailed as failure:  # show what was graded, then the error (and a failing exit status)
+        print(grade_table(args.root, failure.outcomes))
+        raise
     print(grade_table(args.root, outcomes))
     return 0
 
@@ -187,7 +191,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from .execute import SandboxUnavailable
+    from .sandbox import SandboxUnavailable
 
     try:
         return args.func(args)

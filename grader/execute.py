@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ import nbformat
 
 from .kernel import CellRun, Kernel
 from .merge import Merged, Role, is_test, merge, nbgrader_meta, read_submission
+from .references import References
 from .sandbox import Limits, SandboxUnavailable, sandbox_status
 from .verdicts import check_records, collect
 
@@ -58,25 +58,6 @@ class NotebookResult:
     @property
     def max_score(self) -> float:
         return sum(t.max_points for t in self.tests.values())
-
-
-class References:
-    """What each graded test cell of the solution recorded: grade_id -> key -> value+tolerance."""
-
-    def __init__(self, cells: dict[str, dict[str, dict]], source_sha256: str = ""):
-        self.cells, self.source_sha256 = cells, source_sha256
-
-    def save(self, path: Path) -> None:
-        data = {"format": 1, "source_sha256": self.source_sha256, "cells": self.cells}
-        Path(path).write_text(json.dumps(data), encoding="utf-8")
-
-    @classmethod
-    def load(cls, path: Path) -> "References":
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        if data.get("format") != 1 or not isinstance(data.get("cells"), dict):
-            raise ValueError(f"{path} is not a course-grader references file; run the "
-                             "reference again")
-        return cls(data["cells"], data.get("source_sha256", ""))
 
 
 def _points(cell) -> float:
@@ -198,6 +179,7 @@ def run_reference(source: Path, *, workdir: Path, limits: Limits = Limits(),
     """Execute the instructor's source notebook and keep what each graded test cell recorded."""
     sandboxed = _require_sandbox(unsafe)
     _check_workdir(source, workdir)
+    started = time.monotonic()
     nb = nbformat.read(str(source), as_version=4)
     roles = [Role("test" if is_test(c) else "trusted", nbgrader_meta(c).get("grade_id", ""))
              for c in nb.cells]
@@ -223,7 +205,7 @@ def run_reference(source: Path, *, workdir: Path, limits: Limits = Limits(),
         cells[role.grade_id] = {k: {"value": v[0]["value"], "rtol": float(v[0].get("rtol", 0)),
                                     "atol": float(v[0].get("atol", 0))}
                                 for k, v in by_key.items()}
-    return References(cells, _sha256(source))
+    return References(cells, _sha256(source), round(time.monotonic() - started, 2))
 
 
 def grade(source: Path, submission: Path | None, references: References, *, workdir: Path,

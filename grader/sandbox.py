@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import glob
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -91,6 +92,12 @@ def _rlimits(limits: Limits, *, own_uid: bool) -> list[str]:
             f"--fsize={limits.max_file_mb * mb}", "--core=0", "--nofile=1024", "--"]
 
 
+def mpl_config_dir(workdir: Path) -> Path:
+    """The kernel's matplotlib config and cache folder: in its workdir, so that the grader can put
+    a font list there before the kernel starts (see grader.kernel)."""
+    return Path(workdir) / ".matplotlib"
+
+
 def kernel_env(workdir: Path | None, *, sandboxed: bool) -> dict[str, str]:
     """The whole environment of a kernel: a fixed minimum plus a few passed-through settings."""
     tmp = "/tmp" if sandboxed else str(Path(workdir or "/tmp") / ".tmp")
@@ -99,7 +106,7 @@ def kernel_env(workdir: Path | None, *, sandboxed: bool) -> dict[str, str]:
         "HOME": str(workdir) if workdir else "/tmp",
         "TMPDIR": tmp,
         "IPYTHONDIR": f"{tmp}/ipython",
-        "MPLCONFIGDIR": f"{tmp}/matplotlib",
+        "MPLCONFIGDIR": str(mpl_config_dir(workdir)) if workdir else f"{tmp}/matplotlib",
         "JUPYTER_RUNTIME_DIR": f"{tmp}/jupyter",
         "MPLBACKEND": "module://matplotlib_inline.backend_inline",
         "PYTHONDONTWRITEBYTECODE": "1",
@@ -112,10 +119,11 @@ def kernel_env(workdir: Path | None, *, sandboxed: bool) -> dict[str, str]:
 
 
 def _package_dirs() -> list[Path]:
+    """Where the d2lite and grader packages live (found without importing them: d2lite imports torch)."""
     dirs = []
     for name in ("d2lite", "grader"):
-        module = sys.modules.get(name) or __import__(name)
-        dirs += [Path(p).resolve() for p in getattr(module, "__path__", [])]
+        spec = importlib.util.find_spec(name)
+        dirs += [Path(p).resolve() for p in ((spec and spec.submodule_search_locations) or [])]
     return dirs
 
 

@@ -154,3 +154,25 @@ def test_cpu_time_limit_kills_the_kernel_cleanly(tmp_path):
         after = k.run("print(1)")
     assert run.status == "crashed" and "CPU-time limit" in run.error, run.error
     assert after.status == "not run"
+
+
+def test_kernels_use_the_thread_count_a_parallel_batch_gives_them(tmp_path, monkeypatch):
+    """In `autograde --workers 2` every kernel's torch uses cores // 2 threads (at least one)."""
+    from grader.batch import _share_cores
+
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(name, "")  # so that the test's teardown restores the grader's own value
+        monkeypatch.delenv(name)
+    _share_cores(2)  # what each worker process of the batch does first
+    with Kernel(tmp_path / "w", SMALL, sandboxed=True) as k:
+        run = k.run("import torch\nprint(torch.get_num_threads())")
+    assert text(run).split() == [str(max(1, len(os.sched_getaffinity(0)) // 2))], text(run)
+
+
+def test_a_fresh_kernel_reads_the_graders_font_list_instead_of_scanning_fonts(tmp_path):
+    """Scanning the system's fonts again in every kernel cost about 0.4 s per submission."""
+    with Kernel(tmp_path / "w", SMALL, sandboxed=True) as k:
+        run = k.run("import logging\nlogging.basicConfig(level=logging.INFO)\n"
+                    "import matplotlib.font_manager as fm\nprint(len(fm.fontManager.ttflist) > 0)")
+    assert run.status == "ok" and text(run).split()[-1] == "True", text(run)
+    assert "generated new fontManager" not in text(run)

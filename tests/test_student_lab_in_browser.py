@@ -195,5 +195,5 @@ def test_animator_plot_updates_live(page, lab):
     shot = Image.open(io.BytesIO(image.first.screenshot())).convert("L")
     width, height = shot.size
     assert width > 150 and height > 100
-    dark = sum(1 for value in shot.getdata() if value < 100)
+    dark = sum(1 for value in shot.get_flattened_data() if value < 100)
     assert dark > 0.01 * width * height, "the plot image is (nearly) blank: no axes or lines drawn"

@@ -1,0 +1,39 @@
+"""The reference values file: what the trusted solution recorded in each graded test cell.
+
+``references/<assignment>.json`` in the course directory, written after the trusted run of the
+source notebook (:func:`grader.execute.run_reference`) and read for every submission::
+
+    {"format": 1, "source_sha256": "...", "seconds": 28.4,
+     "cells": {"test_scale": {"x2": {"value": <grader.values wire form>, "rtol": 0.0, "atol": 0.0}}}}
+
+This module needs neither torch nor a kernel, so the batch driver can plan with it cheaply.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+__all__ = ["References"]
+
+
+class References:
+    """What each graded test cell of the solution recorded: grade_id -> key -> value+tolerance."""
+
+    def __init__(self, cells: dict[str, dict[str, dict]], source_sha256: str = "", seconds: float = 0.0):
+        self.cells, self.source_sha256 = cells, source_sha256
+        self.seconds = seconds  # how long the reference run took: what one submission may cost
+
+    def save(self, path: Path) -> None:
+        data = {"format": 1, "source_sha256": self.source_sha256, "seconds": self.seconds,
+                "cells": self.cells}
+        Path(path).write_text(json.dumps(data), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Path) -> "References":
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if data.get("format") != 1 or not isinstance(data.get("cells"), dict):
+            raise ValueError(f"{path} is not a course-grader references file; run the "
+                             "reference again")
+        seconds = data.get("seconds", 0.0)
+        return cls(data["cells"], data.get("source_sha256", ""),
+                   float(seconds) if isinstance(seconds, (int, float)) else 0.0)
