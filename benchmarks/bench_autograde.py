@@ -18,8 +18,12 @@ Both get ``D2LITE_DATASET=mnist5k``. We report median wall seconds, the ratio, s
 minute, and compare every per-student, per-notebook score (and every test cell's score) read
 from the two gradebooks with ``nbgrader.api.Gradebook``; each difference names both verdicts.
 
-Environment: ``BENCH_AUTOGRADE_STUDENTS`` (how many of :data:`STUDENTS`, in order; at least 4 for the
-benchmark's minimum of 20 submissions), ``BENCH_AUTOGRADE_REPEATS`` (default 1: one repeat takes many minutes on 2 cores),
+The class is graded whole, and again with only its first five students (the same course with the
+other students' submissions removed): course-grader's one-time reference runs weigh more in a
+smaller class, so both sizes are measured side by side and reported.
+
+Environment: ``BENCH_AUTOGRADE_STUDENTS`` (class sizes, comma-separated, default ``10,5``: the first N
+of :data:`STUDENTS`; at least 4 for the benchmark's minimum of 20 submissions), ``BENCH_AUTOGRADE_REPEATS`` (default 1: one repeat takes many minutes on 2 cores),
 ``BENCH_AUTOGRADE_NOTEBOOKS`` (comma-separated assignment ids, default every notebook; for a
 quicker development run), ``BENCH_AUTOGRADE_WARM=1`` (also time ``autograde --force`` on the graded
 copy, whose reference values are cached: the steady-state throughput; off by default for time),
@@ -69,7 +73,8 @@ STUDENTS = {
     "all_but_last": "every exercise but the last solved",
     "mistakes_first_half": "the first half solved, with the notebook's typical mistake if it falls there",
 }
-CLASS = list(STUDENTS)[: int(os.environ.get("BENCH_AUTOGRADE_STUDENTS", "10"))]
+SIZES = sorted({int(n) for n in os.environ.get("BENCH_AUTOGRADE_STUDENTS", "10,5").split(",") if n}, reverse=True)
+CLASS = list(STUDENTS)[: SIZES[0]]
 
 
 # -- the class ----------------------------------------------------------------------------------
@@ -305,9 +310,42 @@ def totals(course: Path, names: list[str]) -> dict[tuple[str, str], float | None
 
 # -- the section --------------------------------------------------------------------------------
 
+def with_first_students(prepared: Path, target: Path, count: int) -> Path:
+    """A copy of the collected course that holds only the first ``count`` students' submissions."""
+    shutil.copytree(prepared, target)
+    for student in CLASS[count:]:
+        shutil.rmtree(target / "submitted" / student, ignore_errors=True)
+    return target
+
+
+def measure(tmp: Path, prepared: Path, names: list[str], size: int, flags: list[str], site: Path) -> dict:
+    """Time both graders on the first ``size`` students, alternating which goes first."""
+    walls: dict[str, list[float]] = {"ours": [], "stock": [], "warm": []}
+    for repeat in range(REPEATS):
+        order = ("ours", "stock") if repeat % 2 == 0 else ("stock", "ours")
+        for who in order:  # alternate which goes first, so drift in the machine's load evens out
+            course = tmp / f"{size}-{who}-{repeat}"
+            if course.exists():
+                shutil.rmtree(course)
+            with_first_students(prepared, course, size)
+            wall = time_ours(course, flags) if who == "ours" else time_stock(course, names, site)
+            walls[who].append(wall)
+            print(f"  {size} students, repeat {repeat + 1}/{REPEATS}: {who} {wall:.0f} s", file=sys.stderr, flush=True)
+            if who == "ours" and WARM:
+                walls["warm"].append(time_ours_warm(course, flags))
+                print(f"  {size} students, repeat {repeat + 1}/{REPEATS}: warm {walls['warm'][-1]:.0f} s",
+                      file=sys.stderr, flush=True)
+    last = REPEATS - 1
+    ours_course, stock_course = tmp / f"{size}-ours-{last}", tmp / f"{size}-stock-{last}"
+    ours, stock = statistics.median(walls["ours"]), statistics.median(walls["stock"])
+    return {"size": size, "n": size * len(names), "walls": walls, "ours": ours, "stock": stock,
+            "ratio": stock / ours, "diffs": differences(ours_course, stock_course, names),
+            "ours_totals": totals(ours_course, names), "stock_totals": totals(stock_course, names),
+            "reference_s": reference_seconds(ours_course, names)}
+
+
 def main() -> str:
     flags = sandbox_flag()
-    walls: dict[str, list[float]] = {"ours": [], "stock": [], "warm": []}
     keep = os.environ.get("BENCH_AUTOGRADE_KEEP")  # a folder to keep the graded courses in, for inspection
     with tempfile.TemporaryDirectory(prefix="bench-autograde-") as tmp_name:
         tmp = Path(keep) if keep else Path(tmp_name)
@@ -315,28 +353,10 @@ def main() -> str:
         shipped = sorted(f"`{p.parent.name}/{p.name}`" for p in (prepared / "source").glob("*/*")
                          if p.is_file() and p.suffix != ".ipynb")
         site = installed_d2lite(tmp)
-        n = len(CLASS) * len(names)
-        for repeat in range(REPEATS):
-            order = ("ours", "stock") if repeat % 2 == 0 else ("stock", "ours")
-            for who in order:  # alternate which goes first, so drift in the machine's load evens out
-                course = tmp / f"{who}-{repeat}"
-                if course.exists():
-                    shutil.rmtree(course)
-                shutil.copytree(prepared, course)
-                wall = time_ours(course, flags) if who == "ours" else time_stock(course, names, site)
-                walls[who].append(wall)
-                print(f"  repeat {repeat + 1}/{REPEATS}: {who} {wall:.0f} s", file=sys.stderr, flush=True)
-                if who == "ours" and WARM:
-                    walls["warm"].append(time_ours_warm(course, flags))
-                    print(f"  repeat {repeat + 1}/{REPEATS}: warm {walls['warm'][-1]:.0f} s", file=sys.stderr)
-        last = REPEATS - 1
-        diffs = differences(tmp / f"ours-{last}", tmp / f"stock-{last}", names)
-        ours_totals, stock_totals = totals(tmp / f"ours-{last}", names), totals(tmp / f"stock-{last}", names)
-        reference_s = reference_seconds(tmp / f"ours-{last}", names)
+        runs = [measure(tmp, prepared, names, size, flags, site) for size in SIZES]
     load = os.getloadavg()[0]
-    ours, stock = statistics.median(walls["ours"]), statistics.median(walls["stock"])
-    ratio = stock / ours
-    warm = statistics.median(walls["warm"]) if walls["warm"] else None
+    big = runs[0]
+    diffs = [line for run in runs for line in run["diffs"]]
 
     def fmt(score):
         return "-" if score is None else f"{score:g}"
@@ -345,35 +365,48 @@ def main() -> str:
     for student in CLASS:
         cells = []
         for assignment in names:
-            o, s = ours_totals.get((student, assignment)), stock_totals.get((student, assignment))
+            o, s = big["ours_totals"].get((student, assignment)), big["stock_totals"].get((student, assignment))
             cells.append(fmt(o) if o == s else f"**{fmt(o)} / {fmt(s)}**")
         score_rows.append(f"| `{student}` | " + " | ".join(cells) + " |")
     mode = "sandboxed (bubblewrap)" if not flags else "**--unsafe** (no isolation available on this machine)"
     verdict = ("every per-student, per-notebook score and every test cell's score is identical in the two "
                "gradebooks" if not diffs else
                f"{len(diffs)} test cell score(s) differ between the gradebooks (listed below)")
+    others = "".join(f" ({run['n']} submissions: {run['ratio']:.2f}x)" for run in runs[1:])
+    rows = []
+    for run in runs:
+        walls, n = run["walls"], run["n"]
+        rows += [
+            f"| {run['size']} students, {n} submissions | stock `nbgrader autograde <assignment>`, one notebook after "
+            f"the other | {run['stock']:.0f} s | {', '.join(f'{w:.0f}' for w in walls['stock'])} s | "
+            f"{n / run['stock'] * 60:.1f} | 1.00x |",
+            f"| {run['size']} students, {n} submissions | `course-grader autograde --workers {WORKERS}`, {mode}, incl. "
+            f"{len(names)} reference run{'s' if len(names) > 1 else ''} | {run['ours']:.0f} s | {', '.join(f'{w:.0f}' for w in walls['ours'])} s | "
+            f"{n / run['ours'] * 60:.1f} | **{run['ratio']:.2f}x** |",
+            *([f"| {run['size']} students, {n} submissions | the same, `--force` regrade with the reference values "
+               f"cached | {statistics.median(walls['warm']):.0f} s | {', '.join(f'{w:.0f}' for w in walls['warm'])} s | "
+               f"{n / statistics.median(walls['warm']) * 60:.1f} | {run['stock'] / statistics.median(walls['warm']):.2f}x |"]
+              if walls["warm"] else []),
+        ]
+    reference_s = big["reference_s"]
     return "\n".join([
         f"## Autograde throughput: course-grader --workers {WORKERS} vs stock nbgrader (goal: >= {GOAL}x)",
-        f"<!-- headline: autograde {n} submissions, course-grader --workers {WORKERS} vs stock nbgrader | "
-        f"{ratio:.2f}x faster, {len(diffs)} score difference(s) | >= {GOAL}x, identical scores -->",
+        f"<!-- headline: autograde {big['n']} submissions, course-grader --workers {WORKERS} vs stock nbgrader | "
+        f"{big['ratio']:.2f}x faster{others}, {len(diffs)} score difference(s) | >= {GOAL}x, identical scores -->",
         "",
-        f"A class of {len(CLASS)} students x {len(names)} notebooks = {n} submissions "
-        f"({', '.join(names)}), each grader on a fresh copy of the same collected course; "
-        f"median of {REPEATS} repeat(s) (`BENCH_AUTOGRADE_REPEATS`, default 1). Load average at the end: "
+        f"A class of {len(CLASS)} students x {len(names)} notebooks = {big['n']} submissions "
+        f"({', '.join(names)}), each grader on a fresh copy of the same collected course"
+        + "".join(f"; then the same with only the first {run['size']} students ({run['n']} submissions)"
+                  for run in runs[1:]) +
+        f"; median of {REPEATS} repeat(s) (`BENCH_AUTOGRADE_REPEATS`, default 1). Load average at the end: "
         f"{load:.1f} on {os.cpu_count()} cores. Stock nbgrader runs with the course's `nbgrader_config.py` "
         "(600 s per cell); its kernels import d2lite from a plain copy of the package (as from a "
         "non-editable install), so neither grader's kernels reach into this checkout. Files shipped with "
         f"the assignments ({', '.join(shipped) or 'none'}) are copied next to every graded notebook by both.",
         "",
-        "| grader | wall (median) | runs | submissions / min | speed-up |",
-        "| --- | ---: | --- | ---: | ---: |",
-        f"| stock `nbgrader autograde <assignment>`, one notebook after the other | {stock:.0f} s | "
-        f"{', '.join(f'{w:.0f}' for w in walls['stock'])} s | {n / stock * 60:.1f} | 1.00x |",
-        f"| `course-grader autograde --workers {WORKERS}`, {mode}, incl. {len(names)} reference runs | "
-        f"{ours:.0f} s | {', '.join(f'{w:.0f}' for w in walls['ours'])} s | {n / ours * 60:.1f} | **{ratio:.2f}x** |",
-        *([f"| the same, `--force` regrade with the reference values cached | {warm:.0f} s | "
-           f"{', '.join(f'{w:.0f}' for w in walls['warm'])} s | {n / warm * 60:.1f} | {stock / warm:.2f}x |"]
-          if walls["warm"] else []),
+        "| class | grader | wall (median) | runs | submissions / min | speed-up |",
+        "| --- | --- | ---: | --- | ---: | ---: |",
+        *rows,
         "",
         f"Scores (points per student and notebook; **ours / stock** where they differ): {verdict}.",
         "",
@@ -385,14 +418,17 @@ def main() -> str:
         "How each student's notebooks are made: " + "; ".join(f"`{k}`: {STUDENTS[k]}" for k in CLASS) + ". "
         f"Mistakes planted: {', '.join(applied) or 'none found'}.",
         "",
-        f"course-grader grades {ratio:.2f}x as fast as stock nbgrader on this machine "
-        f"({'meets' if ratio >= GOAL else 'misses'} the {GOAL}x goal). Both execute each submission once, "
-        "in a fresh kernel; course-grader runs two sandboxed kernels at a time where nbgrader runs one, "
-        "and first runs each solution notebook once in a trusted kernel for its reference values "
-        f"({' + '.join(f'{v:.0f}' for v in reference_s.values())} = {sum(reference_s.values()):.0f} s of "
-        "kernel time here, cached until the source changes: the smaller the class, the more they weigh). "
-        "Each assignment's submissions start as soon as its own reference run is done, the longest "
-        "notebooks first, and the two kernels get one core's worth of torch threads each.",
+        f"course-grader grades the {big['n']} submissions {big['ratio']:.2f}x as fast as stock nbgrader on this "
+        f"machine ({'meets' if big['ratio'] >= GOAL else 'misses'} the {GOAL}x goal)"
+        + "".join(f"; {run['n']} submissions {run['ratio']:.2f}x ({'meets' if run['ratio'] >= GOAL else 'misses'} it)"
+                  for run in runs[1:]) +
+        ". Both execute each submission once, in a fresh kernel; course-grader runs two sandboxed kernels at a "
+        "time where nbgrader runs one, and first runs each solution notebook once in a trusted kernel for its "
+        f"reference values ({' + '.join(f'{v:.0f}' for v in reference_s.values())} = {sum(reference_s.values()):.0f} s "
+        "of kernel time here, cached until the source changes): a cost per assignment, not per submission, "
+        "so it weighs more the smaller the class. Each assignment's submissions start as soon as its own "
+        "reference run is done, the longest notebooks first, and the two kernels get one core's worth of "
+        "torch threads each.",
     ])
 
 
