@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 from .config import nbgrader_api, write_config
+from .course import is_support_file
 
 __all__ = ["DEFAULT_ROOT", "GraderError", "course_notebooks", "check_root", "build", "release",
            "assignments", "source_notebook", "released_notebook"]
@@ -70,9 +71,7 @@ def support_files(notebook: Path) -> list[Path]:
     them to students and the grader gives the kernel a copy of them.
     """
     text = Path(notebook).read_text(encoding="utf-8")
-    return [path for path in sorted(Path(notebook).parent.iterdir())
-            if path.is_file() and path.suffix != ".ipynb" and not path.name.startswith(".")
-            and path.name in text]
+    return [path for path in sorted(Path(notebook).parent.iterdir()) if is_support_file(path) and path.name in text]
 
 
 def assignments(root: Path) -> list[str]:

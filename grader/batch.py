@@ -9,11 +9,9 @@ without an up-to-date marker, re-running is idempotent, and ``force`` regrades e
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import multiprocessing
 import os
-import shutil
 import sys
 import tempfile
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -26,6 +24,7 @@ import nbformat
 from .assembly import GraderError, release, source_notebook
 from .assembly import assignments as course_assignments
 from .collect import REJECTED_FILE, TIMESTAMP_FILE, timestamp_text
+from .references import References, sha256_of
 from .schedule import GradingQueue
 
 __all__ = ["MARKER", "Outcome", "ReferenceFailed", "autograde", "outcomes", "grade_table"]
@@ -54,10 +53,6 @@ class ReferenceFailed(GraderError):
         self.outcomes = outcomes  # of every selected submission that is graded
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
@@ -78,16 +73,13 @@ def _share_cores(workers: int) -> None:
 
 def _reference_job(source: str, target: str, limits, unsafe: bool) -> float:
     """Run the trusted solution and save its reference values; returns how long it took."""
-    from .execute import run_reference
+    from .execute import save_reference
 
-    with tempfile.TemporaryDirectory(prefix="reference-") as workdir:
-        references = run_reference(Path(source), workdir=Path(workdir), limits=limits, unsafe=unsafe)
-    references.save(Path(target))
-    return references.seconds
+    return save_reference(Path(source), Path(target), limits=limits, unsafe=unsafe).seconds
 
 
 def _grade_job(source: str, submission: str | None, references: str, limits, unsafe: bool) -> dict:
-    from .execute import References, grade
+    from .execute import grade
 
     with tempfile.TemporaryDirectory(prefix="submission-") as workdir:
         result = grade(Path(source), Path(submission) if submission else None, References.load(Path(references)),
@@ -101,8 +93,6 @@ def _grade_job(source: str, submission: str | None, references: str, limits, uns
 def _reference_plan(root: Path, names: list[str]) -> tuple[dict[str, Path], list[str], dict[str, float]]:
     """Each assignment's references file; the assignments whose file is missing or older than the
     source (their solution must run again); and how long each up-to-date reference run took."""
-    from .references import References
-
     paths, stale, seconds = {}, [], {}
     for assignment in names:
         path = root / "references" / f"{assignment}.json"
@@ -112,7 +102,7 @@ def _reference_plan(root: Path, names: list[str]) -> tuple[dict[str, Path], list
             cached = References.load(path)
         except (OSError, ValueError):
             cached = None
-        if cached is not None and cached.source_sha256 == _sha256(source_notebook(root, assignment)):
+        if cached is not None and cached.source_sha256 == sha256_of(source_notebook(root, assignment)):
             seconds[assignment] = cached.seconds
         else:
             stale.append(assignment)
@@ -129,6 +119,7 @@ def _read_marker(folder: Path) -> dict | None:
 def _pending(root: Path, names: list[str], students: list[str] | None, force: bool):
     """(student, assignment) pairs that have a submission and no up-to-date grade."""
     todo = []
+    sources = {assignment: sha256_of(source_notebook(root, assignment)) for assignment in names}
     submitted = root / "submitted"
     for folder in sorted(submitted.iterdir()) if submitted.is_dir() else []:
         if not folder.is_dir() or (students and folder.name not in students):
@@ -140,7 +131,7 @@ def _pending(root: Path, names: list[str], students: list[str] | None, force: bo
             marker = _read_marker(root / "autograded" / folder.name / assignment)
             stamp = _timestamp(sub)
             current = marker is not None and marker.get("timestamp") == stamp and \
-                marker.get("source_sha256") == _sha256(source_notebook(root, assignment))
+                marker.get("source_sha256") == sources[assignment]
             if force or not current:
                 todo.append((folder.name, assignment))
     return todo
@@ -184,7 +175,7 @@ def _save(root: Path, gb, student: str, assignment: str, result: dict, extra: li
     gb.db.commit()
     outcome = Outcome(student, assignment, sum(t["points"] for t in result["tests"]),
                       sum(t["max_points"] for t in result["tests"]), result["tests"], problems, stamp,
-                      _sha256(source_notebook(root, assignment)))
+                      sha256_of(source_notebook(root, assignment)))
     _write_atomic(target / MARKER, json.dumps(asdict(outcome), indent=1, ensure_ascii=False))
     return outcome
 
@@ -306,10 +297,10 @@ def _rejections(submission: Path) -> list[str]:
 
 
 def _failed(root: Path, assignment: str, why: str) -> dict:
-    from .course import is_test, nbgrader_meta, read_notebook
+    from .course import cell_points, is_test, nbgrader_meta, read_notebook
 
     nb = read_notebook(source_notebook(root, assignment))
-    tests = [{"grade_id": nbgrader_meta(c)["grade_id"], "max_points": float(nbgrader_meta(c).get("points", 0)),
+    tests = [{"grade_id": nbgrader_meta(c)["grade_id"], "max_points": cell_points(c),
               "points": 0.0, "status": "error", "reason": "This submission could not be graded."}
              for c in nb.cells if is_test(c)]
     return {"tests": tests, "problems": [why], "notebook": nbformat.writes(nb)}

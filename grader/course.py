@@ -19,7 +19,8 @@ from nbformat import NotebookNode
 __all__ = [
     "Exercise", "read_notebook", "write_notebook", "nbgrader_meta", "is_solution", "is_test",
     "exercises", "header_points", "test_points", "structure_problems", "stub", "truncate",
-    "solution_lines", "hidden_test_lines", "STUBBED_PREFIX", "stubbed_walkthrough",
+    "solution_lines", "hidden_test_lines", "STUBBED_PREFIX", "stubbed_walkthrough", "cell_points", "is_support_file",
+    "ends_with_expression", "strip_hidden", "HIDDEN_NOTE", "HIDDEN_BEGIN", "HIDDEN_END",
 ]
 
 HEADER_POINTS = re.compile(r"^\s*\**\s*Total points\s*:\s*\**\s*([0-9]+(?:\.[0-9]+)?)", re.M)
@@ -58,6 +59,14 @@ def nbgrader_meta(cell: NotebookNode) -> dict:
     return nbg if isinstance(nbg, dict) else {}
 
 
+def cell_points(cell: NotebookNode) -> float:
+    """A graded cell's points; 0 when they are missing or not a number."""
+    try:
+        return float(nbgrader_meta(cell).get("points", 0) or 0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
 def is_solution(cell: NotebookNode) -> bool:
     return bool(nbgrader_meta(cell).get("solution"))
 
@@ -81,13 +90,18 @@ def exercises(nb: NotebookNode) -> list[Exercise]:
                 solutions, tests, points = [], [], 0.0
             solutions.append(nbgrader_meta(cell).get("grade_id", f"cell-{index}"))
         elif is_test(cell):
-            meta = nbgrader_meta(cell)
-            tests.append(meta.get("grade_id", f"cell-{index}"))
-            points += float(meta.get("points", 0) or 0)
+            tests.append(nbgrader_meta(cell).get("grade_id", f"cell-{index}"))
+            points += cell_points(cell)
             last = index
     if tests:
         found.append(Exercise(tuple(solutions), tuple(tests), points, last))
     return found
+
+
+def is_support_file(path: Path) -> bool:
+    """Whether ``path`` can ship with an assignment: a plain file (no link), not a notebook, not hidden."""
+    path = Path(path)
+    return path.is_file() and not path.is_symlink() and path.suffix != ".ipynb" and not path.name.startswith(".")
 
 
 def header_points(nb: NotebookNode) -> float | None:
@@ -99,7 +113,7 @@ def header_points(nb: NotebookNode) -> float | None:
 
 
 def test_points(nb: NotebookNode) -> float:
-    return sum(float(nbgrader_meta(c).get("points", 0) or 0) for c in nb.cells if is_test(c))
+    return sum(cell_points(c) for c in nb.cells if is_test(c))
 
 
 def ends_with_expression(source: str) -> bool:
@@ -155,7 +169,7 @@ def structure_problems(nb: NotebookNode) -> list[str]:
         if meta.get("grade") and meta.get("solution"):
             problems.append(f"cell {grade_id!r} is both a solution and a graded cell (manually "
                             "graded answers are not auto-graded); make it a solution cell and add a test cell")
-        if is_test(cell) and not float(meta.get("points", 0) or 0) > 0:
+        if is_test(cell) and not cell_points(cell) > 0:
             problems.append(f"graded test cell {grade_id!r} is worth no points")
         if is_test(cell) and (ends_with_expression(cell.source) or ends_with_expression(strip_hidden(cell.source))):
             problems.append(f"graded test cell {grade_id!r} ends with an expression: its value is shown "

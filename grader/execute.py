@@ -12,8 +12,8 @@ compares them with what the same cell recorded in the reference run, here in the
 """
 from __future__ import annotations
 
-import hashlib
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,13 +21,14 @@ from pathlib import Path
 import nbformat
 
 from .kernel import CellRun, Kernel
-from .merge import Merged, Role, is_test, merge, nbgrader_meta, read_submission
-from .references import References
+from .course import cell_points, is_support_file, is_test, nbgrader_meta
+from .merge import Merged, Role, merge, read_submission
+from .references import References, sha256_of
 from .sandbox import Limits, SandboxUnavailable, sandbox_status
 from .verdicts import check_records, collect
 
 __all__ = ["Limits", "TestResult", "NotebookResult", "References", "ReferenceRunError",
-           "SandboxUnavailable", "sandbox_status", "run_reference", "grade", "validate"]
+           "SandboxUnavailable", "sandbox_status", "run_reference", "save_reference", "grade", "validate"]
 
 STATUSES = ("passed", "failed", "error", "timeout", "crashed", "not run", "missing")
 
@@ -60,13 +61,6 @@ class NotebookResult:
         return sum(t.max_points for t in self.tests.values())
 
 
-def _points(cell) -> float:
-    try:
-        return float(nbgrader_meta(cell).get("points", 0) or 0)
-    except (TypeError, ValueError):
-        return 0.0
-
-
 def _require_sandbox(unsafe: bool) -> bool:
     """True when kernels run sandboxed; raises when they cannot and unsafe was not asked for."""
     if unsafe:
@@ -92,14 +86,10 @@ def _copy_support_files(source: Path, workdir: Path) -> list[str]:
     Path(workdir).mkdir(parents=True, exist_ok=True)
     copied = []
     for path in sorted(Path(source).resolve().parent.iterdir()):
-        if path.is_file() and not path.is_symlink() and path.suffix != ".ipynb" and not path.name.startswith("."):
+        if is_support_file(path):
             shutil.copyfile(path, Path(workdir) / path.name)
             copied.append(path.name)
     return copied
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _execute(nb, roles: list[Role], workdir: Path, limits: Limits, *, sandboxed: bool,
@@ -205,7 +195,16 @@ def run_reference(source: Path, *, workdir: Path, limits: Limits = Limits(),
         cells[role.grade_id] = {k: {"value": v[0]["value"], "rtol": float(v[0].get("rtol", 0)),
                                     "atol": float(v[0].get("atol", 0))}
                                 for k, v in by_key.items()}
-    return References(cells, _sha256(source), round(time.monotonic() - started, 2))
+    return References(cells, sha256_of(source), round(time.monotonic() - started, 2))
+
+
+def save_reference(source: Path, target: Path, *, limits: Limits = Limits(),
+                   unsafe: bool = False) -> References:
+    """:func:`run_reference` in a scratch folder of its own; the values are saved to ``target``."""
+    with tempfile.TemporaryDirectory(prefix="reference-") as workdir:
+        references = run_reference(Path(source), workdir=Path(workdir), limits=limits, unsafe=unsafe)
+    references.save(Path(target))
+    return references
 
 
 def grade(source: Path, submission: Path | None, references: References, *, workdir: Path,
@@ -215,7 +214,7 @@ def grade(source: Path, submission: Path | None, references: References, *, work
     _check_workdir(source, workdir)
     trusted = nbformat.read(str(source), as_version=4)
     problems: list[str] = []
-    if references.source_sha256 and references.source_sha256 != _sha256(source):
+    if references.source_sha256 and references.source_sha256 != sha256_of(source):
         problems.append("the source notebook changed after the reference run; run it again")
     cells, why = read_submission(submission)
     merged: Merged = merge(trusted, cells)
@@ -226,7 +225,7 @@ def grade(source: Path, submission: Path | None, references: References, *, work
         for i, role in enumerate(merged.roles):
             if role.kind == "test":
                 cell = merged.notebook.cells[i]
-                tests[role.grade_id] = TestResult(role.grade_id, _points(cell), 0.0, "missing",
+                tests[role.grade_id] = TestResult(role.grade_id, cell_points(cell), 0.0, "missing",
                                                   why[0].upper() + why[1:] + ".")
         return NotebookResult(tests, merged.notebook, problems)
     _copy_support_files(source, workdir)
@@ -236,7 +235,7 @@ def grade(source: Path, submission: Path | None, references: References, *, work
     for i, role in enumerate(merged.roles):
         if role.kind == "test":
             cell = merged.notebook.cells[i]
-            tests[role.grade_id] = _verdict(role.grade_id, _points(cell), runs.get(i),
+            tests[role.grade_id] = _verdict(role.grade_id, cell_points(cell), runs.get(i),
                                             references.cells.get(role.grade_id), problems)
     return NotebookResult(tests, merged.notebook, problems)
 
@@ -290,7 +289,7 @@ def validate(notebook: Path, *, workdir: Path, limits: Limits = Limits()) -> lis
     for i, role in enumerate(roles):
         if role.kind != "test":
             continue
-        run, pts = runs.get(i) or CellRun("not run"), _points(nb.cells[i])
+        run, pts = runs.get(i) or CellRun("not run"), cell_points(nb.cells[i])
         status = {"ok": "passed"}.get(run.status, run.status)
         reason = {"passed": "The visible checks passed.",
                   "error": f"The test raised {_first_line(run.error)}.",

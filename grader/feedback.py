@@ -15,9 +15,10 @@ from nbformat.v4 import new_output
 from traitlets import Bool
 
 from .assembly import GraderError
-from .course import HIDDEN_BEGIN as BEGIN, HIDDEN_NOTE, is_test, nbgrader_meta, strip_hidden
+from .course import HIDDEN_BEGIN, is_test, nbgrader_meta, strip_hidden
 
-__all__ = ["HideHiddenTests", "feedback", "HIDDEN_NOTE"]
+__all__ = ["HideHiddenTests", "feedback"]
+
 
 class HideHiddenTests(Preprocessor):
     """Hide hidden tests and their tracebacks; show each test's verdict instead."""
@@ -27,7 +28,7 @@ class HideHiddenTests(Preprocessor):
     def preprocess(self, nb, resources):
         verdicts = _verdicts(resources)
         for cell in nb.cells:
-            if BEGIN in cell.get("source", ""):
+            if HIDDEN_BEGIN in cell.get("source", ""):
                 cell.source = strip_hidden(cell.source)
             if is_test(cell):
                 test = verdicts.get(nbgrader_meta(cell).get("grade_id"))

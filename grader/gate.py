@@ -23,7 +23,6 @@ from pathlib import Path
 
 from . import course as nbs
 from .assembly import build, release
-from .feedback import strip_hidden
 
 __all__ = ["Check", "GateReport", "leaks", "check_notebooks"]
 
@@ -71,7 +70,7 @@ def leaks(source: nbs.NotebookNode, released: nbs.NotebookNode) -> list[str]:
         if marker in text:
             found.append(f"the marker {marker!r} is in the release")
     visible = {line.strip() for cell in nbs.stub(source).cells
-               for line in strip_hidden(cell.source).splitlines()}
+               for line in nbs.strip_hidden(cell.source).splitlines()}
     for line in dict.fromkeys(l.strip() for l in nbs.solution_lines(source) if _substantial(l)):
         if line in released_lines:
             found.append(f"solution line in the release: {line[:100]!r}")
@@ -86,18 +85,15 @@ def leaks(source: nbs.NotebookNode, released: nbs.NotebookNode) -> list[str]:
 
 # -- jobs that run in worker processes --------------------------------------------------------
 
-def _reference_job(source: str, references: str, scratch: str, limits, unsafe: bool) -> str | None:
+def _reference_job(source: str, references: str, limits, unsafe: bool) -> str | None:
     """Run the trusted solution; save its references. Returns an error message or None."""
     from . import execute
 
-    workdir = Path(tempfile.mkdtemp(prefix="ref-", dir=scratch))
     try:
-        execute.run_reference(Path(source), workdir=workdir, limits=limits, unsafe=unsafe).save(Path(references))
+        execute.save_reference(Path(source), Path(references), limits=limits, unsafe=unsafe)
         return None
     except Exception as error:  # ReferenceRunError, SandboxUnavailable, ...
         return f"{type(error).__name__}: {error}"
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _grade_job(source: str, submission: str, references: str, scratch: str, limits, unsafe: bool,
@@ -177,7 +173,7 @@ def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe:
             plans.append(_Plan(report, _structure_check(path, report), files))
         with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
             refs = {id(p): pool.submit(_reference_job, str(p.report.notebook), str(p.files / "refs.json"),
-                                       str(scratch), limits, unsafe)
+                                       limits, unsafe)
                     for p in plans if p.source is not None}
             for plan in plans:  # nbgrader's release, here, while the reference runs work
                 if plan.source is not None:

@@ -18,7 +18,7 @@ import nbformat
 
 from .course import is_test, nbgrader_meta
 
-__all__ = ["Role", "Merged", "read_submission", "merge", "stub", "nbgrader_meta"]
+__all__ = ["Role", "Merged", "read_submission", "merge", "stub"]
 
 MAX_SUBMISSION_BYTES = 64 * 1024 * 1024
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?",

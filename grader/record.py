@@ -13,7 +13,7 @@ about having passed, is never used. See ``grader/THREAT_MODEL.md``.
 from __future__ import annotations
 
 import os
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from .values import encode
 

@@ -10,10 +10,16 @@ This module needs neither torch nor a kernel, so the batch driver can plan with 
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
-__all__ = ["References"]
+__all__ = ["References", "sha256_of"]
+
+
+def sha256_of(path: Path) -> str:
+    """The file's SHA-256 (hex): how a references file or a grade names the source it came from."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 class References:

@@ -10,7 +10,7 @@ import pytest
 from grader import course as nbs
 from grader.assembly import GraderError, build, check_root, release
 from grader.collect import check_student_id, collect
-from grader.feedback import HIDDEN_NOTE, strip_hidden
+from grader.course import HIDDEN_NOTE, strip_hidden
 from grader.gate import leaks
 
 FIXTURES = Path(__file__).parent / "fixtures" / "grader"

@@ -18,7 +18,7 @@ import pytest
 
 from grader import course as nbs
 from grader.assembly import build, release
-from grader.batch import MARKER, autograde, grade_table, outcomes
+from grader.batch import MARKER, autograde, grade_table
 from grader.cli import main
 from grader.collect import collect
 from grader.export import export_csv
