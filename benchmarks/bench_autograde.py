@@ -44,6 +44,10 @@ from pathlib import Path
 
 import nbformat
 
+from grader.course import exercises, nbgrader_meta
+from grader.references import References
+from grader.sandbox import sandbox_status
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 REPEATS = int(os.environ.get("BENCH_AUTOGRADE_REPEATS", "1"))
@@ -79,32 +83,11 @@ CLASS = list(STUDENTS)[: SIZES[0]]
 
 # -- the class ----------------------------------------------------------------------------------
 
-def _meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
-
-
-def _exercises(nb) -> list[list[str]]:
-    """Solution grade_ids per exercise (the solution cells before each run of graded test cells)."""
-    groups, current, after_test = [], [], False
-    for cell in nb.cells:
-        meta = _meta(cell)
-        if meta.get("solution"):
-            if after_test:
-                groups.append(current)
-                current, after_test = [], False
-            current.append(meta["grade_id"])
-        elif meta.get("grade") and cell.cell_type == "code":
-            after_test = True
-    if current:
-        groups.append(current)
-    return groups
-
-
 def _mix(source, released, unsolved: set[str]):
     """The source notebook with the solution cells in ``unsolved`` taken from the release."""
-    stubs = {_meta(c).get("grade_id"): c for c in released.cells if _meta(c).get("solution")}
+    stubs = {nbgrader_meta(c).get("grade_id"): c for c in released.cells if nbgrader_meta(c).get("solution")}
     nb = nbformat.from_dict(json.loads(json.dumps(source)))
-    nb.cells = [stubs[_meta(c)["grade_id"]] if _meta(c).get("grade_id") in unsolved else c for c in nb.cells]
+    nb.cells = [stubs[nbgrader_meta(c)["grade_id"]] if nbgrader_meta(c).get("grade_id") in unsolved else c for c in nb.cells]
     return nb
 
 
@@ -112,10 +95,10 @@ def _mistaken(source, assignment: str) -> tuple[object, list[str]]:
     nb = nbformat.from_dict(json.loads(json.dumps(source)))
     applied = []
     for cell in nb.cells:
-        old, new = MISTAKES.get(assignment, {}).get(_meta(cell).get("grade_id"), (None, None))
+        old, new = MISTAKES.get(assignment, {}).get(nbgrader_meta(cell).get("grade_id"), (None, None))
         if old and old in cell.source:
             cell.source = cell.source.replace(old, new)
-            applied.append(_meta(cell)["grade_id"])
+            applied.append(nbgrader_meta(cell)["grade_id"])
     return nb, applied
 
 
@@ -137,7 +120,7 @@ def write_class(course: Path, inbox: Path, assignments: list[str]) -> list[str]:
     for assignment in assignments:
         source = nbformat.read(course / "source" / assignment / f"{assignment}.ipynb", as_version=4)
         released = nbformat.read(course / "release" / assignment / f"{assignment}.ipynb", as_version=4)
-        groups = _exercises(source)
+        groups = [list(exercise.solution_ids) for exercise in exercises(source)]
         mistaken, applied = _mistaken(source, assignment)
         applied_all += [f"{assignment}/{gid}" for gid in applied]
         notebooks = {student: _notebook(student, source, released, mistaken, groups) for student in CLASS}
@@ -182,9 +165,6 @@ def prepare(tmp: Path) -> tuple[Path, list[str], list[str]]:
 
 def sandbox_flag() -> list[str]:
     """``--unsafe`` only where this machine cannot isolate kernels (then the table says so)."""
-    sys.path.insert(0, str(ROOT))
-    from grader.execute import sandbox_status
-
     return [] if sandbox_status()[0] else ["--unsafe"]
 
 
@@ -226,13 +206,7 @@ def time_stock(course: Path, names: list[str], site: Path) -> float:
 
 def reference_seconds(course: Path, names: list[str]) -> dict[str, float]:
     """How long each trusted reference run took, as course-grader recorded it."""
-    found = {}
-    for name in names:
-        try:
-            found[name] = float(json.loads((course / "references" / f"{name}.json").read_text())["seconds"])
-        except (OSError, ValueError, KeyError):
-            pass
-    return found
+    return {name: References.load(course / "references" / f"{name}.json").seconds for name in names}
 
 
 def _course_id(course: Path) -> str:
@@ -272,7 +246,7 @@ def _stock_reason(course: Path, student: str, assignment: str, gid: str) -> str:
         nb = nbformat.read(course / "autograded" / student / assignment / f"{assignment}.ipynb", as_version=4)
     except OSError:
         return "not autograded (see nbgrader's log)"
-    cell = next((c for c in nb.cells if _meta(c).get("grade_id") == gid), None)
+    cell = next((c for c in nb.cells if nbgrader_meta(c).get("grade_id") == gid), None)
     for out in (cell.outputs if cell is not None else []):
         if out.output_type == "error":
             return f"raised {out.ename}: {out.evalue.splitlines()[0] if out.evalue else ''}"[:160]

@@ -21,7 +21,6 @@ Drop-in for d2l's ``Animator`` (same arguments, ``add(x, y)``, attributes ``X``,
 from __future__ import annotations
 
 import io
-import os
 import sys
 import time
 import weakref
@@ -29,22 +28,16 @@ from pathlib import Path
 
 import torch
 
+from .unattended import headless
+
 __all__ = ["Animator", "live_display_available"]
-
-# Set (to anything but "", "0", "false", "no") where no one watches the notebook run.
-HEADLESS_ENV = ("NBGRADER_EXECUTION", "COURSE_GRADER_RECORD", "CI")
-
 
 _clock = time.perf_counter  # seconds; a name of its own so that tests can replace the clock
 
 
-def _env_set(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
-
-
 def live_display_available() -> bool:
     """True inside a Jupyter kernel that someone watches (not under CI or a grader run)."""
-    if any(_env_set(name) for name in HEADLESS_ENV):
+    if headless():
         return False
     if "IPython" not in sys.modules:  # a plain script: IPython was never imported
         return False

@@ -12,8 +12,9 @@ import torch
 from torch import nn
 
 from .device import try_gpu
-from .plot import Animator, _env_set
+from .plot import Animator
 from .timer import Timer
+from .unattended import under_grader
 
 __all__ = ["accuracy", "evaluate_accuracy_gpu", "train_ch6", "History"]
 
@@ -101,10 +102,6 @@ def _xavier(module: nn.Module) -> None:
         nn.init.xavier_uniform_(module.weight)
 
 
-def _progress_default() -> bool:
-    return not any(_env_set(name) for name in ("NBGRADER_EXECUTION", "COURSE_GRADER_RECORD"))
-
-
 def train_ch6(net: nn.Module, train_iter, test_iter, num_epochs: int, lr: float, device=None, *,
               animate: bool = True, progress: bool | None = None, init: bool = True,
               verbose: bool = True) -> History:
@@ -135,8 +132,8 @@ def train_ch6(net: nn.Module, train_iter, test_iter, num_epochs: int, lr: float,
     every = max(1, num_batches // 5) if num_batches else None
     animator = (Animator(xlabel="epoch", xlim=[1, num_epochs] if num_epochs > 1 else [0, 1],
                          legend=["train loss", "train acc", "test acc"]) if animate else None)
-    bar = tqdm(total=num_batches and num_batches * num_epochs, unit="batch",
-               disable=not (_progress_default() if progress is None else progress))
+    show_progress = not under_grader() if progress is None else progress
+    bar = tqdm(total=num_batches and num_batches * num_epochs, unit="batch", disable=not show_progress)
     timer, history = Timer(sync_cuda=True), History()
     try:
         for epoch in range(num_epochs):

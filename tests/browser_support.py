@@ -17,6 +17,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from d2lite.unattended import HEADLESS_ENV
+
 CHROMIUM_ARGS = [
     # As root in a container Chromium's own sandbox cannot start; the page is our own localhost lab.
     "--no-sandbox",
@@ -86,7 +88,7 @@ def running_lab(argv: list[str], root: Path, log: Path, env: dict[str, str] | No
 def student_environment() -> dict[str, str]:
     """The environment of a student's laptop: no CI or grading variables."""
     env = dict(os.environ)
-    for name in ("CI", "NBGRADER_EXECUTION", "COURSE_GRADER_RECORD", "D2LITE_DATASET"):
+    for name in (*HEADLESS_ENV, "D2LITE_DATASET"):
         env.pop(name, None)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     return env

@@ -14,7 +14,7 @@ import torch
 from nbclient import NotebookClient
 
 import d2lite
-from d2lite.plot import HEADLESS_ENV
+from d2lite.unattended import HEADLESS_ENV
 
 
 class RecordingAnimator(d2lite.Animator):
