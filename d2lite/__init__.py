@@ -3,6 +3,7 @@
 Each concept lives in its own module; everything is re-exported here so that notebooks
 write ``d2lite.sgd`` (or ``import d2lite as d2l`` and keep d2l-style code unchanged).
 """
+from .checks import *  # noqa: F401,F403
 from .data import *  # noqa: F401,F403
 from .device import *  # noqa: F401,F403
 from .download import *  # noqa: F401,F403

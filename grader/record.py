@@ -1,7 +1,9 @@
 """How a graded test cell reports what it computed.
 
+    ### BEGIN HIDDEN TESTS
     from grader.record import record
-    record("distances", pairwise_distances(X, Y), atol=1e-6)
+    record("distances", pairwise_distances(X, Y), "distances between two clouds of points", atol=1e-6)
+    ### END HIDDEN TESTS
 
 Outside grading this does nothing but return ``value``. While the grader executes a
 notebook (it sets ``COURSE_GRADER_RECORD=1`` in the kernel's environment), it publishes the
@@ -23,21 +25,27 @@ ENV_FLAG = "COURSE_GRADER_RECORD"
 T = TypeVar("T")
 
 
-def record(key: str, value: T, *, rtol: float = 0.0, atol: float = 0.0) -> T:
+def record(key: str, value: T, what: str = "", *, rtol: float = 0.0, atol: float = 0.0) -> T:
     """Report ``value`` under ``key`` for grading, and return it unchanged.
 
     key: a name unique within the test cell.
-    value: a tensor, number, string, shape, dtype, device, or a list/tuple/dict of them.
+    value: a tensor, number, string, shape, dtype, device, or a list/tuple/dict of them. It is
+        encoded (copied) at once: changing the object afterwards changes nothing.
+    what: the property this value checks, in words a student understands ("patches of a float64
+        batch"); a failed check is reported with the words the *reference* run recorded. Never
+        name hidden inputs or expected values.
     rtol, atol: how far a student's value may be from the solution's: |s - r| <= atol + rtol*|r|
         elementwise for floating tensors and floats; 0 means exact. Shapes, dtypes and types
         always have to match exactly.
     """
     if not isinstance(key, str) or not key:
         raise ValueError("record() needs a non-empty string key")
+    if not isinstance(what, str):
+        raise ValueError("record() takes the description `what` as a string")
     if rtol < 0 or atol < 0:
         raise ValueError("record() tolerances must be >= 0")
     if os.environ.get(ENV_FLAG) == "1":
-        payload = {"key": key, "value": encode(value), "rtol": float(rtol), "atol": float(atol)}
+        payload = {"key": key, "value": encode(value), "what": what, "rtol": float(rtol), "atol": float(atol)}
         from IPython.display import display
 
         display({MIME_TYPE: payload}, raw=True)

@@ -1,0 +1,139 @@
+"""Self-checks for exercises: *how* a function computed its result, not only what it returned.
+
+The course's visible tests use these so that a check reads as one line ("softmax must not call
+torch.softmax") instead of tracer plumbing:
+
+    with forbid(torch.softmax, F.softmax, torch.Tensor.softmax):
+        out = softmax(X, dim=1)              # AssertionError if any of them is called
+    out, lines = lines_executed(pairwise_distances, X, Y)   # Python lines run outside libraries
+    out, saved = tensors_saved_for_backward(predict, w, b, X)  # 0 when no graph was recorded
+
+``forbid`` watches the calls themselves (a profile hook), so it sees a forbidden function however
+it is reached: through another name, a saved reference, ``getattr`` or a method call. These are
+self-checks of the student's own work: they run inside the student's Python process, so code
+written to defeat them could; graded verdicts never rest on them alone.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import sysconfig
+import threading
+from typing import Any, Callable, Iterator
+
+__all__ = ["forbid", "lines_executed", "tensors_saved_for_backward"]
+
+
+def _describe(target: Any) -> str:
+    """A readable name: ``torch.softmax``, ``Tensor.softmax``, ``torch.nn.functional.softmax``."""
+    torch = sys.modules.get("torch")
+    name = getattr(target, "__name__", "")
+    if torch is not None and name and getattr(torch, name, None) is target:
+        return f"torch.{name}"
+    if torch is not None and getattr(target, "__objclass__", None) in (torch.Tensor, torch._C.TensorBase):
+        return f"Tensor.{name}"
+    module = getattr(target, "__module__", None) or getattr(getattr(target, "__objclass__", None), "__module__", "")
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", repr(target))
+    return f"{module}.{name}" if module else name
+
+
+def _matcher(target: Any) -> Callable[[str, Any, Any], bool]:
+    """A test (event, frame, arg) -> True when the profile event is a call of ``target``."""
+    code = getattr(target, "__code__", None)
+    if code is not None:  # a Python function: its code object runs whatever name called it
+        return lambda event, frame, arg: event == "call" and frame.f_code is code
+    owner, name = getattr(target, "__objclass__", None), getattr(target, "__name__", None)
+
+    def called(event: str, frame, arg) -> bool:
+        if event != "c_call":
+            return False
+        if arg is target:
+            return True
+        if owner is not None:  # an unbound C method (Tensor.softmax) called as x.softmax(...)
+            return getattr(arg, "__name__", None) == name and isinstance(getattr(arg, "__self__", None), owner)
+        return False
+    return called
+
+
+@contextlib.contextmanager
+def forbid(*targets: Any, message: str = "") -> Iterator[None]:
+    """Inside the block, a call of any of ``targets`` raises AssertionError naming it.
+
+    targets: Python functions (``F.softmax``), C functions (``torch.softmax``) or C methods
+        (``torch.Tensor.softmax``, which also catches ``x.softmax(...)``).
+    message: what to do instead; added to the error.
+    The check covers calls made by this thread while the block runs.
+    """
+    tests = [(_matcher(t), _describe(t)) for t in targets]
+    previous = sys.getprofile()
+    seen: list[str] = []
+
+    def profile(frame, event, arg):
+        if not seen:
+            for test, label in tests:
+                if test(event, frame, arg):
+                    seen.append(label)
+                    break
+        if previous is not None:
+            previous(frame, event, arg)
+
+    sys.setprofile(profile)
+    try:
+        yield
+    finally:
+        sys.setprofile(previous)
+    if seen:
+        raise AssertionError(f"{seen[0]} was called, which this exercise asks you not to use"
+                             + (f"; {message}" if message else ""))
+
+
+def _library_dirs() -> tuple[str, ...]:
+    paths = {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    paths.add(os.path.dirname(os.path.abspath(__file__)))  # d2lite itself
+    return tuple(os.path.join(os.path.realpath(p), "") for p in paths)
+
+
+def lines_executed(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, int]:
+    """Call ``fn(*args, **kwargs)``; return (its result, Python lines executed outside libraries).
+
+    Lines of the standard library, installed packages (torch, NumPy) and d2lite are not counted,
+    so the number measures the caller's own Python: a loop over n elements runs at least n lines.
+    """
+    libraries = _library_dirs()
+    lines = 0
+
+    def tracer(frame, event, arg):
+        nonlocal lines
+        if os.path.realpath(frame.f_code.co_filename).startswith(libraries):
+            return None
+        if event == "line":
+            lines += 1
+        return tracer
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        result = fn(*args, **kwargs)
+    finally:
+        sys.settrace(previous)
+    return result, lines
+
+
+def tensors_saved_for_backward(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, int]:
+    """Call ``fn(*args, **kwargs)``; return (its result, how many tensors autograd saved for a
+    backward pass meanwhile). 0 means no graph was recorded, e.g. under ``torch.no_grad()``."""
+    import torch
+
+    saved = 0
+    lock = threading.Lock()
+
+    def pack(tensor):
+        nonlocal saved
+        with lock:
+            saved += 1
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        result = fn(*args, **kwargs)
+    return result, saved
