@@ -135,6 +135,20 @@ def ends_with_expression(source: str) -> bool:
 
 HIDDEN_NOTE = "# (hidden tests are not shown)"
 HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
+RECORD_IMPORT = "from grader.record import record"
+
+
+def split_hidden(source: str) -> list[tuple[str, bool]]:
+    """A test cell's source cut at its hidden-test markers: [(code, hidden?), ...] in order, marker
+    lines left out, empty pieces dropped. The grader runs each piece as its own execution, so it
+    knows whether a failure happened in a visible or a hidden check."""
+    pieces: list[tuple[list[str], bool]] = [([], False)]
+    for line in source.splitlines():
+        if HIDDEN_BEGIN in line or HIDDEN_END in line:
+            pieces.append(([], HIDDEN_BEGIN in line))
+        else:
+            pieces[-1][0].append(line)
+    return [("\n".join(lines), hidden) for lines, hidden in pieces if "\n".join(lines).strip()]
 
 
 def strip_hidden(source: str) -> str:

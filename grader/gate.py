@@ -7,7 +7,10 @@ For each source notebook:
 (c) each graded test fails when only its own exercise is stubbed (no test passes vacuously);
     the copy is cut after the exercise's last test cell, so later cells are not run;
 (d) the release holds no solution code and no hidden test text;
-(e) grade_ids are unique and the points add up to the header's ``Total points: N``.
+(e) grade_ids are unique and the points add up to the header's ``Total points: N``;
+(f) every graded test cell follows the authoring rules (:mod:`grader.authoring`): its hidden part
+    records the student's results and compares nothing in the kernel; its visible part runs
+    without the grader.
 
 The trusted reference run also fails when a graded test cell records no value. Grading runs
 through :mod:`grader.execute`; the runs of all notebooks share one pool of ``workers`` processes.
@@ -23,6 +26,7 @@ from pathlib import Path
 
 from . import course as nbs
 from .assembly import build, release
+from .authoring import graded_cell_problems
 
 __all__ = ["Check", "GateReport", "leaks", "check_notebooks"]
 
@@ -31,7 +35,7 @@ TRIVIAL = re.compile(r"^(#.*|(return|pass|break|continue|else:|try:|finally:)\s*
 
 @dataclass
 class Check:
-    name: str      # "a", "b", "c:<grade_id>", "d", "e", "reference"
+    name: str      # "a", "b", "c:<grade_id>", "d", "e", "f", "reference"
     ok: bool
     detail: str
 
@@ -135,6 +139,9 @@ def _structure_check(path: Path, report: GateReport) -> nbs.NotebookNode | None:
     problems = nbs.structure_problems(source)
     report.add("e", not problems, "; ".join(problems) or
                f"{len(nbs.exercises(source))} exercises, grade_ids unique, {nbs.test_points(source):g} points as announced")
+    rules = [problem for cell in source.cells if nbs.is_test(cell) for problem in graded_cell_problems(cell)]
+    report.add("f", not rules, "; ".join(rules) or "hidden parts record results and compare nothing; "
+               "visible parts run without the grader")
     return source
 
 
