@@ -20,15 +20,17 @@ from pathlib import Path
 
 import nbformat
 
-from .kernel import CellRun, Kernel
+from .kernel import CellRun
 from .course import cell_points, is_support_file, is_test, nbgrader_meta
 from .merge import Merged, Role, merge, read_submission
+from .notebook_run import run_notebook, scrub_tainted
 from .references import References, sha256_of
 from .sandbox import Limits, SandboxUnavailable, sandbox_status
-from .verdicts import check_records, collect
+from .verdicts import check_records, collect, test_reason
 
 __all__ = ["Limits", "TestResult", "NotebookResult", "References", "ReferenceRunError",
-           "SandboxUnavailable", "sandbox_status", "run_reference", "save_reference", "grade", "validate"]
+           "SandboxUnavailable", "sandbox_status", "run_reference", "save_reference", "grade", "validate",
+           "verdict_line"]
 
 STATUSES = ("passed", "failed", "error", "timeout", "crashed", "not run", "missing")
 
@@ -92,78 +94,6 @@ def _copy_support_files(source: Path, workdir: Path) -> list[str]:
     return copied
 
 
-def _execute(nb, roles: list[Role], workdir: Path, limits: Limits, *, sandboxed: bool,
-             record: bool) -> tuple[dict[int, CellRun], list[str]]:
-    """Run every code cell of ``nb`` in order in one kernel; outputs go into ``nb``."""
-    runs: dict[int, CellRun] = {}
-    problems: list[str] = []
-    count = 0
-    try:
-        kernel = Kernel(Path(workdir).resolve(), limits, sandboxed=sandboxed, record=record)
-        kernel.__enter__()
-    except Exception as exc:  # noqa: BLE001 - whatever stops the kernel, grading goes on
-        problems.append(f"the kernel could not start: {exc}")
-        for i, cell in enumerate(nb.cells):
-            if cell.cell_type == "code":
-                runs[i] = CellRun("not run", error=f"the kernel could not start ({exc})")
-        return runs, problems
-    budget_end = time.monotonic() + limits.notebook_timeout_s
-    try:
-        for i, cell in enumerate(nb.cells):
-            if cell.cell_type != "code":
-                continue
-            left = budget_end - time.monotonic()
-            if left <= 0:
-                runs[i] = CellRun("not run", error="the notebook used up its total time limit "
-                                  f"of {limits.notebook_timeout_s:g} s")
-                continue
-            run = kernel.run(cell.source, timeout=min(limits.cell_timeout_s, left))
-            runs[i] = run
-            if run.status != "not run":
-                count += 1
-                cell.execution_count = count
-            cell.outputs = run.outputs
-            label = roles[i].grade_id or f"cell {i + 1}"
-            if run.status == "timeout" and left < limits.cell_timeout_s:
-                problems.append(f"{label} timed out: the notebook used up its total time limit "
-                                f"of {limits.notebook_timeout_s:g} s; later cells were not run")
-            elif run.status == "timeout":
-                problems.append(f"{label} timed out after {limits.cell_timeout_s:g} s")
-                if not kernel.alive() and left >= limits.cell_timeout_s:
-                    problems.append(_replay(kernel, nb, runs, i, label, budget_end))
-            elif run.status == "crashed":
-                problems.append(f"{label}: {run.error}; later cells were not run")
-            if run.truncated:
-                problems.append(f"{label} printed more than {limits.max_output_bytes} bytes; "
-                                "its output was cut")
-            if run.records and roles[i].kind in ("answer", "added"):
-                problems.append(f"{label} (a student cell) emitted grading records; they were "
-                                "ignored")
-    finally:
-        kernel.__exit__(None, None, None)
-    return runs, problems
-
-
-def _replay(kernel: Kernel, nb, runs: dict[int, CellRun], upto: int, label: str,
-            budget_end: float) -> str:
-    """After a cell ignored the interrupt and its kernel was killed: start a fresh kernel and
-    run again, silently, every cell before it that had succeeded. Returns the problem to report."""
-    try:
-        kernel.restart()
-    except Exception:  # noqa: BLE001
-        return f"{label} ignored the interrupt; the kernel could not be restarted"
-    for j in range(upto):
-        left = min(kernel.limits.cell_timeout_s, budget_end - time.monotonic())
-        if j in runs and runs[j].status == "ok" and (
-                left <= 0 or kernel.run(nb.cells[j].source, timeout=left).status != "ok"):
-            kernel.stop()
-            kernel.dead_reason = (f"the kernel was restarted after {label} ignored the interrupt, "
-                                  "but the cells before it did not run again")
-            return kernel.dead_reason + "; later cells were not run"
-    return (f"{label} ignored the interrupt: the kernel was restarted and the cells before it "
-            "were run again")
-
-
 def run_reference(source: Path, *, workdir: Path, limits: Limits = Limits(),
                   unsafe: bool = False) -> References:
     """Execute the instructor's source notebook and keep what each graded test cell recorded."""
@@ -174,7 +104,7 @@ def run_reference(source: Path, *, workdir: Path, limits: Limits = Limits(),
     roles = [Role("test" if is_test(c) else "trusted", nbgrader_meta(c).get("grade_id", ""))
              for c in nb.cells]
     _copy_support_files(source, workdir)
-    runs, problems = _execute(nb, roles, workdir, limits, sandboxed=sandboxed, record=True)
+    runs, problems = run_notebook(nb, roles, workdir, limits, sandboxed=sandboxed, record=True)
     cells: dict[str, dict[str, dict]] = {}
     for i, role in enumerate(roles):
         if role.kind != "test":
@@ -192,8 +122,8 @@ def run_reference(source: Path, *, workdir: Path, limits: Limits = Limits(),
         if twice:
             raise ReferenceRunError(f"{where} recorded {twice[0]!r} more than once; use "
                                     "distinct keys")
-        cells[role.grade_id] = {k: {"value": v[0]["value"], "rtol": float(v[0].get("rtol", 0)),
-                                    "atol": float(v[0].get("atol", 0))}
+        cells[role.grade_id] = {k: {"value": v[0]["value"], "what": _text(v[0].get("what")),
+                                    "rtol": float(v[0].get("rtol", 0)), "atol": float(v[0].get("atol", 0))}
                                 for k, v in by_key.items()}
     return References(cells, sha256_of(source), round(time.monotonic() - started, 2))
 
@@ -229,15 +159,26 @@ def grade(source: Path, submission: Path | None, references: References, *, work
                                                   why[0].upper() + why[1:] + ".")
         return NotebookResult(tests, merged.notebook, problems)
     _copy_support_files(source, workdir)
-    runs, run_problems = _execute(merged.notebook, merged.roles, workdir, limits,
-                                  sandboxed=sandboxed, record=True)
+    runs, run_problems = run_notebook(merged.notebook, merged.roles, workdir, limits,
+                                      sandboxed=sandboxed, record=True)
     problems += run_problems
+    scrub_tainted(merged.notebook, runs)
     for i, role in enumerate(merged.roles):
         if role.kind == "test":
             cell = merged.notebook.cells[i]
-            tests[role.grade_id] = _verdict(role.grade_id, cell_points(cell), runs.get(i),
-                                            references.cells.get(role.grade_id), problems)
+            test = tests[role.grade_id] = _verdict(role.grade_id, cell_points(cell), runs.get(i),
+                                                   references.cells.get(role.grade_id), problems)
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=verdict_line(test))]
     return NotebookResult(tests, merged.notebook, problems)
+
+
+def verdict_line(test: TestResult) -> str:
+    """What a graded test cell shows once graded: its verdict, points and reason."""
+    return f"{test.status.upper()} ({test.points:g}/{test.max_points:g}): {test.reason}\n"
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _verdict(gid: str, points: float, run: CellRun | None, expected: dict | None,
@@ -249,18 +190,11 @@ def _verdict(gid: str, points: float, run: CellRun | None, expected: dict | None
     if expected is None:
         problems.append(f"no reference values for {gid!r}; run the reference again")
         return result("error", "This test could not be graded (no reference values).")
-    if run.status == "timeout":
-        return result("timeout", "The test did not finish within the time limit.")
-    if run.status == "crashed":
-        return result("crashed", f"The test could not finish: {run.error}.")
-    if run.status == "not run":
-        return result("not run", f"The test did not run: {run.error or 'the kernel had stopped'}.")
-    if run.status == "error":
-        return result("error", f"The test raised {_first_line(run.error)}.")
+    if run.status != "ok":
+        return result(run.status, test_reason(run.status, run.part, run.error))
     ok, why = check_records(expected, [p for p, _ in run.records])
-    if not ok:
-        return result("failed", f"Wrong result: {why}.")
-    return result("passed", "All checks passed.")
+    status = "passed" if ok else "failed"
+    return result(status, test_reason(status, run.part, run.error, why))
 
 
 def _first_line(text: str, limit: int = 200) -> str:
@@ -284,7 +218,7 @@ def validate(notebook: Path, *, workdir: Path, limits: Limits = Limits()) -> lis
         raise ValueError(f"cannot validate: the notebook could not be parsed ({exc})") from None
     roles = [Role("test" if is_test(c) else "trusted", nbgrader_meta(c).get("grade_id", ""))
              for c in nb.cells]
-    runs, _ = _execute(nb, roles, workdir, limits, sandboxed=False, record=False)
+    runs, _ = run_notebook(nb, roles, workdir, limits, sandboxed=False, record=False)
     results = []
     for i, role in enumerate(roles):
         if role.kind != "test":

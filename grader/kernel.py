@@ -44,6 +44,8 @@ class CellRun:
     records: list = field(default_factory=list)  # (raw payload, JSON size), in arrival order
     error: str = ""  # "Name: message" of the exception, when status == "error"
     truncated: bool = False
+    part: str = ""  # for a test cell run in parts: "visible" or "hidden", the part that failed
+    tainted: bool = False  # ran after a hidden test had started: its outputs may quote hidden code
 
 
 class _SandboxedKernelManager(KernelManager):
@@ -142,12 +144,13 @@ class Kernel:
         return f"the kernel exited (exit status {code})"
 
     # -- running cells ------------------------------------------------------------------------
-    def run(self, source: str, timeout: float | None = None) -> CellRun:
+    def run(self, source: str, timeout: float | None = None, *, store_history: bool = True) -> CellRun:
         """Execute ``source`` within ``timeout`` seconds (default: the cell limit); never raises
-        for anything the cell does."""
+        for anything the cell does. ``store_history=False`` keeps the code out of the kernel's
+        input history (``In``, ``_ih``)."""
         if not self.alive():
             return CellRun("not run", error=self.dead_reason or "the kernel is not running")
-        msg_id = self.kc.execute(source, store_history=True, allow_stdin=False,
+        msg_id = self.kc.execute(source, store_history=store_history, allow_stdin=False,
                                  stop_on_error=False)
         run, sink = CellRun("ok"), _OutputSink(self.limits.max_output_bytes)
         deadline = time.monotonic() + (self.limits.cell_timeout_s if timeout is None else timeout)

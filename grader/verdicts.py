@@ -6,9 +6,15 @@ tensors the same dtype, shape and device type) that is equal, or within the tole
 *reference* run gave. The student's kernel only supplies raw JSON; it is decoded here with
 :func:`grader.values.decode` (no pickle) and compared with the plain functions below, so no
 student object's ``__eq__`` or ``__bool__`` ever runs.
+
+Reasons are written here, from trusted words only: the description the *reference* run gave each
+key, what differs (type, dtype, shape, how many elements), and the name of a built-in exception.
+Text that came from the student's kernel (exception messages, printed output) never goes into a
+reason: after a hidden test has run, it could quote hidden code.
 """
 from __future__ import annotations
 
+import builtins
 import math
 from typing import Any
 
@@ -16,9 +22,11 @@ import torch
 
 from .values import decode, tensor_device
 
-__all__ = ["Expected", "collect", "compare", "check_records"]
+__all__ = ["Expected", "collect", "compare", "check_records", "exception_name", "test_reason"]
 
-Expected = dict  # key -> {"value": tree, "rtol": float, "atol": float}
+Expected = dict  # key -> {"value": tree, "what": str, "rtol": float, "atol": float}
+BUILTIN_EXCEPTIONS = frozenset(name for name, obj in vars(builtins).items()
+                               if isinstance(obj, type) and issubclass(obj, BaseException))
 
 
 def collect(payloads: list) -> tuple[dict[str, list[dict]], list[str]]:
@@ -34,20 +42,58 @@ def collect(payloads: list) -> tuple[dict[str, list[dict]], list[str]]:
     return by_key, bad
 
 
+def _label(key: str, ref: dict) -> str:
+    what = ref.get("what")
+    return f"{what} ({key!r})" if isinstance(what, str) and what.strip() else repr(key)
+
+
 def check_records(expected: dict[str, dict], payloads: list) -> tuple[bool, str]:
     """(every expected key recorded once and matching?, the first reason it is not)."""
     by_key, _ = collect(payloads)
     for key, ref in expected.items():
         got = by_key.get(key, [])
         if not got:
-            return False, f"the test did not record {key!r} (it stopped before reaching it)"
+            return False, f"the test did not record {_label(key, ref)} (it stopped before reaching it)"
         if len(got) > 1:
-            return False, f"{key!r} was recorded {len(got)} times instead of once"
+            return False, f"{_label(key, ref)} was recorded {len(got)} times instead of once"
         same, why = compare(got[0]["value"], ref["value"], float(ref.get("rtol", 0.0)),
                             float(ref.get("atol", 0.0)))
         if not same:
-            return False, f"{key!r}: {why}"
+            return False, f"{_label(key, ref)}: {why}"
     return True, ""
+
+
+def exception_name(error: str) -> str:
+    """The exception's class name when it is one of Python's built-in exceptions, else "an
+    exception" (a student's kernel names its exceptions, so any other name could carry text)."""
+    name = (error or "").split(":", 1)[0].strip()
+    return name if name in BUILTIN_EXCEPTIONS else "an exception"
+
+
+def test_reason(status: str, part: str, error: str, mismatch: str = "") -> str:
+    """One sentence for the student, from trusted words only (see the module docstring).
+
+    status: "passed", "failed" (``mismatch`` says how), "error" (``part`` is "visible" or "hidden",
+    ``error`` the kernel's "Name: message"), "timeout", "crashed", "not run"; ``error`` for the last
+    two is the grader's own account of what stopped the kernel."""
+    name = exception_name(error)
+    if status == "passed":
+        return "All checks passed."
+    if status == "failed":
+        return f"Wrong result: {mismatch}."
+    if status == "timeout":
+        return "The test did not finish within the time limit."
+    if status == "crashed":
+        return f"The test could not finish: {error}."
+    if status == "not run":
+        return f"The test did not run: {error or 'the kernel had stopped'}."
+    if name == "NotImplementedError":
+        return "Not answered yet: the code still raises NotImplementedError."
+    if part == "hidden":
+        return (f"A hidden check stopped with {name}: the code fails on an input the visible checks do "
+                "not try (another shape, dtype or edge case).")
+    return (f"A visible check failed ({name}); run this test cell in your notebook to read its "
+            "message.")
 
 
 def compare(student_tree: Any, reference_tree: Any, rtol: float, atol: float) -> tuple[bool, str]:
@@ -78,7 +124,7 @@ def _same(s: Any, r: Any, rtol: float, atol: float, path: str) -> tuple[bool, st
         return ok, "" if ok else f"{path} differs from the expected number"
     if type(r) in (list, tuple):
         if len(s) != len(r):
-            return False, f"{path} has {len(s)} items, expected {len(r)}"
+            return False, f"{path} has {len(s)} items, not the expected number"
         for n, (a, b) in enumerate(zip(s, r)):
             ok, why = _same(a, b, rtol, atol, f"{path}[{n}]")
             if not ok:
@@ -103,7 +149,7 @@ def _same_tensor(s: torch.Tensor, r: torch.Tensor, rtol, atol, path) -> tuple[bo
     if s.dtype != r.dtype:
         return False, f"{path} has dtype {s.dtype}, expected {r.dtype}"
     if s.shape != r.shape:
-        return False, f"{path} has shape {tuple(s.shape)}, expected {tuple(r.shape)}"
+        return False, f"{path} has shape {tuple(s.shape)}, not the expected shape"
     if s.numel() == 0:
         return True, ""
     if s.dtype.is_floating_point or s.dtype.is_complex:

@@ -170,7 +170,7 @@ def test_silencing_errors_with_excepthook_and_custom_exc_earns_nothing(graded):
 def test_input_transformer_rewriting_test_cells_earns_nothing(graded):
     r = graded["input_transformer"]
     assert r.score == 0 and r.tests["add_test"].status == "failed"
-    assert "'hidden'" in r.tests["add_test"].reason
+    assert "recorded 2 times" in r.tests["add_test"].reason  # the forged record, in two parts of the cell
 
 
 def test_patched_builtins_and_encoder_earn_nothing(graded):

@@ -31,17 +31,28 @@ def test_equal_values_match(student, reference):
     (1, True, "is a int, expected a bool"),
     ([1, 2], (1, 2), "is a list, expected a tuple"),
     (torch.ones(3, dtype=torch.float64), torch.ones(3), "dtype torch.float64, expected torch.float32"),
-    (torch.ones(3, 1), torch.ones(3), "shape (3, 1), expected (3,)"),
+    (torch.ones(3, 1), torch.ones(3), "shape (3, 1), not the expected shape"),
     (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5]), "1 of 2 elements"),
     (torch.tensor([math.nan]), torch.tensor([0.0]), "1 of 1 elements"),
     ({"w": 1}, {"w": 1, "b": 2}, "lacks ['b']"),
-    ([1, 2, 3], [1, 2], "has 3 items, expected 2"),
+    ([1, 2, 3], [1, 2], "has 3 items, not the expected number"),
     ("A", "a", "differs"), (math.nan, 1.0, "differs"), (-math.inf, math.inf, "differs"),
     (torch.Size([3, 2]), torch.Size([2, 3]), "differs"),
 ])
 def test_different_values_do_not_match_and_say_why(student, reference, why):
     ok, reason = compare(encode(student), encode(reference), 0.1, 0.1)
     assert not ok and why in reason, reason
+
+
+@pytest.mark.parametrize("student, reference", [
+    (torch.ones(3, 1), torch.ones(7, 5)), ([1, 2, 3], [4, 5, 6, 7, 8]), (torch.tensor([1.0]), torch.tensor([42.0])),
+    (123, 98765), ("abc", "secret-answer"),
+])
+def test_a_mismatch_never_shows_the_expected_value_or_shape(student, reference):
+    """Reasons reach students: the reference's shape, length or value (hidden answers) stay out."""
+    ok, reason = compare(encode(student), encode(reference), 0, 0)
+    for secret in ("7, 5", "5 items", "42", "98765", "secret-answer"):
+        assert secret not in reason, reason
 
 
 def test_tolerance_is_relative_plus_absolute_like_torch_isclose():
