@@ -16,6 +16,7 @@ from traitlets import Bool
 
 from .assembly import GraderError
 from .course import HIDDEN_BEGIN, is_test, nbgrader_meta, strip_hidden
+from .execute import TestResult, verdict_line
 
 __all__ = ["HideHiddenTests", "feedback"]
 
@@ -32,8 +33,7 @@ class HideHiddenTests(Preprocessor):
                 cell.source = strip_hidden(cell.source)
             if is_test(cell):
                 test = verdicts.get(nbgrader_meta(cell).get("grade_id"))
-                text = (f"{test['status'].upper()} ({test['points']:g}/{test['max_points']:g}): {test['reason']}\n"
-                        if test else "(no verdict recorded for this test)\n")
+                text = verdict_line(TestResult(**test)) if test else "(no verdict recorded for this test)\n"
                 cell.outputs = [new_output("stream", name="stdout", text=text)]
         return nb, resources
 

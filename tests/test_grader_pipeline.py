@@ -92,7 +92,7 @@ def test_feedback_shows_verdicts_but_no_hidden_tests(graded):
         assert not [t for t in HIDDEN_TEXT if t in html], f"{page} reveals hidden test source"
         assert "hidden tests are not shown" in html
     dan = (root / "feedback" / "dan" / A / f"{A}.html").read_text(encoding="utf-8")
-    assert "ERROR (0/3): The test raised AssertionError" in dan and "PASSED (2/2)" in dan
+    assert "ERROR (0/3): A visible check failed (AssertionError)" in dan and "PASSED (2/2)" in dan
 
 
 def test_export_writes_one_row_per_student(graded, tmp_path):
