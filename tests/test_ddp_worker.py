@@ -19,14 +19,18 @@ WORKER = ROOT / "course" / "ddp_lenet.py"
 @pytest.fixture(scope="module")
 def ddp_run(tmp_path_factory):
     """One 2-process run of the worker on mnist5k: (its JSON summary, its folder of state_dicts)."""
-    out = tmp_path_factory.mktemp("ddp")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}  # gloo on the CPU
+    out, scratch = tmp_path_factory.mktemp("ddp"), tmp_path_factory.mktemp("scratch")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "",  # gloo on the CPU
+           "TMPDIR": str(scratch)}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-           str(WORKER), "--dataset", "mnist5k", "--epochs", "2", "--batch-size", "64", "--lr", "0.1",
+           "--log-dir", str(out / "torchrun-logs"), str(WORKER), "--dataset", "mnist5k", "--epochs", "2", "--batch-size", "64", "--lr", "0.1",
            "--activation", "relu", "--pool", "max", "--out", str(out / "summary.json"),
            "--save-dir", str(out)]
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"torchrun failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+    # torchinductor_<user> is PyTorch's cache, one per user, reused by every run: not left behind.
+    left = [p.name for p in scratch.iterdir() if not p.name.startswith("torchinductor_")]
+    assert not left, f"left behind in the temporary folder: {left}"
     return json.loads((out / "summary.json").read_text()), out, done.stdout
 
 
