@@ -23,7 +23,8 @@ def ddp_run(tmp_path_factory):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "",  # gloo on the CPU
            "TMPDIR": str(scratch)}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-           "--log-dir", str(out / "torchrun-logs"), str(WORKER), "--dataset", "mnist5k", "--epochs", "2", "--batch-size", "64", "--lr", "0.1",
+           "--log-dir", str(out / "torchrun-logs"),  # torchrun's files: otherwise /tmp/torchelastic_*
+           str(WORKER), "--dataset", "mnist5k", "--epochs", "2", "--batch-size", "64", "--lr", "0.1",
            "--activation", "relu", "--pool", "max", "--out", str(out / "summary.json"),
            "--save-dir", str(out)]
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
