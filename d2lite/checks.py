@@ -7,6 +7,8 @@ torch.softmax") instead of tracer plumbing:
         out = softmax(X, dim=1)              # AssertionError if any of them is called
     out, lines = lines_executed(pairwise_distances, X, Y)   # Python lines run outside libraries
     out, saved = tensors_saved_for_backward(predict, w, b, X)  # 0 when no graph was recorded
+    with forbid_host_sync():                 # AssertionError if the step reads or prints a value
+        train_step(meta_net, X_meta, y_meta, loss_fn, optimizer, totals_meta)
 
 ``forbid`` watches the calls themselves (a profile hook), so it sees a forbidden function however
 it is reached: through another name, a saved reference, ``getattr`` or a method call. These are
@@ -22,7 +24,7 @@ import sysconfig
 import threading
 from typing import Any, Callable, Iterator
 
-__all__ = ["forbid", "lines_executed", "tensors_saved_for_backward"]
+__all__ = ["forbid", "lines_executed", "tensors_saved_for_backward", "forbid_host_sync"]
 
 
 def _describe(target: Any) -> str:
@@ -137,3 +139,73 @@ def tensors_saved_for_backward(fn: Callable, *args: Any, **kwargs: Any) -> tuple
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
         result = fn(*args, **kwargs)
     return result, saved
+
+
+# --- Host syncs: code that needs a tensor's value on the CPU ---------------------------------------
+
+# What PyTorch says when code asks a meta tensor (shape and dtype, no values) for its values.
+_META_VALUE_ERRORS = ("cannot be called on meta tensors",          # .item(), float(), int(), bool(), if
+                      "Cannot copy out of meta tensor",            # .tolist(), .cpu(), .to("cpu")
+                      "meta device type tensor to numpy",          # .numpy(), np.asarray
+                      "data-independent implementation does not exist",  # nonzero, boolean masks
+                      "meta tensor without output_size")           # repeat_interleave
+
+
+@contextlib.contextmanager
+def forbid_host_sync(message: str = "") -> Iterator[None]:
+    """Inside the block, code that needs a tensor's *value* on the host raises AssertionError.
+
+    Run the code on meta tensors (``torch.zeros(3, device="meta")``: a shape and a dtype, no
+    values), which stand in for tensors on a GPU:
+
+    - reading a value (``.item()``, ``float()``, ``int()``, ``if`` on a tensor, ``.tolist()``,
+      ``.cpu()``, ``.numpy()``) or an operation whose output size depends on values
+      (``nonzero``, ``x[mask]``) fails on a meta tensor; the block reports that failure as an
+      AssertionError saying what it means;
+    - printing or formatting a tensor (``print(loss)``, ``f"{loss}"``) does NOT fail on a meta
+      tensor (it prints ``tensor(..., device='meta')``), although on a GPU it waits for the value
+      like ``.item()``: the block watches ``Tensor.__repr__`` and ``Tensor.__format__`` and fails
+      if either runs, for a tensor on any device.
+
+    Not seen: copies from the CPU to the device (``torch.tensor(data, device=d)``,
+    ``cpu_tensor.to(d)``) run fine on meta tensors, yet on a GPU the default
+    ``non_blocking=False`` copy waits for the GPU; nor code that runs only on a GPU
+    (``if x.is_cuda: ...``). On a real GPU, ``torch.cuda.set_sync_debug_mode("warn")`` sees those.
+    message: what to do instead; added to the error. Other errors pass through unchanged.
+    """
+    import torch
+
+    printing = {_matcher(torch.Tensor.__repr__): "printed a tensor (print, str or repr)",
+                _matcher(torch.Tensor.__format__): "formatted a tensor (an f-string or format())"}
+    previous = sys.getprofile()
+    seen: list[str] = []
+
+    def profile(frame, event, arg):
+        if not seen:
+            for test, what in printing.items():
+                if test(event, frame, arg):
+                    seen.append(what)
+                    break
+        if previous is not None:
+            previous(frame, event, arg)
+
+    def failure(what: str) -> AssertionError:
+        return AssertionError(f"the code {what}: on a GPU that makes the CPU wait until the GPU has "
+                              "finished all queued work, then copies the value to the host"
+                              + (f"; {message}" if message else ""))
+
+    sys.setprofile(profile)
+    try:
+        yield
+    except Exception as error:
+        sys.setprofile(previous)
+        if seen:
+            raise failure(seen[0]) from error
+        if any(text in str(error) for text in _META_VALUE_ERRORS):
+            raise failure(f"needs a tensor's value on the host ({type(error).__name__}: "
+                          f"{str(error).splitlines()[0][:120]})") from error
+        raise
+    finally:
+        sys.setprofile(previous)
+    if seen:
+        raise failure(seen[0])

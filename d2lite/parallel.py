@@ -1,17 +1,25 @@
 """Data parallelism by hand (d2l's multi-GPU chapter): replicate parameters, split a batch
-across devices, and sum gradients across replicas.
+across devices, and sum gradients across replicas; and ``run_distributed``, which runs a function
+in several real processes joined by ``torch.distributed`` (gloo, on this machine).
 
 Everything here also works on the CPU and on a device list that repeats a device
 (e.g. ``[cpu, cpu]``), so the algorithm can be learned and tested without GPUs.
 """
 from __future__ import annotations
 
-from typing import Sequence
+import inspect
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+from typing import Any, Callable, Sequence
 
 import torch
 from torch import nn
 
-__all__ = ["get_params", "allreduce", "split_batch"]
+__all__ = ["get_params", "allreduce", "split_batch", "run_distributed"]
 
 
 def get_params(params: Sequence[torch.Tensor], device) -> list[torch.Tensor]:
@@ -77,7 +85,10 @@ def split_batch(X: torch.Tensor, y: torch.Tensor, devices: Sequence) -> tuple[li
     X: (n, ...) inputs; y: (n, ...) labels; devices: non-empty list (may repeat a device).
     Returns ``(X_shards, y_shards)``, lists with ``len(devices)`` tensors, shard ``i`` on
     ``devices[i]``; shard sizes differ by at most one (larger first) and concatenate back to
-    the batch. Shards are copies. On distinct CUDA GPUs the copy is ``nn.parallel.scatter``.
+    the batch. Shards are copies, except that on distinct CUDA GPUs the copy is
+    ``nn.parallel.scatter``'s: a batch on the CPU is copied from the host to each GPU, and a
+    batch already on one of the GPUs keeps its shard there as a view (no copy) and is copied
+    GPU to GPU for the others.
     """
     devices = [torch.device(d) for d in devices]
     if not devices:
@@ -93,3 +104,142 @@ def split_batch(X: torch.Tensor, y: torch.Tensor, devices: Sequence) -> tuple[li
         )
     sizes = _shard_sizes(X.shape[0], len(devices))
     return _scatter(X, devices, sizes), _scatter(y, devices, sizes)
+
+
+# --- Several processes: what torchrun does, for one function ------------------------------------
+
+_LAUNCHER = '''\
+"""Written by d2lite.run_distributed: {world_size} processes form one gloo process group and
+each calls {name}() on its own arguments."""
+import datetime
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as _mp
+from torch import nn
+from torch.nn import functional as F
+
+{source}
+
+def _d2lite_rank(rank, folder, world_size, seconds):
+    sys.stdout = open(os.path.join(folder, f"output{{rank}}.txt"), "w", buffering=1)
+    args = torch.load(os.path.join(folder, f"args{{rank}}.pt"), weights_only=False)
+    # Rank 0 listens on MASTER_ADDR:MASTER_PORT (set by the caller, as torchrun does); the
+    # other ranks connect there, and the group is formed.
+    dist.init_process_group("gloo", rank=rank, world_size=world_size,
+                            timeout=datetime.timedelta(seconds=seconds))
+    try:
+        result = {name}(*args)
+        torch.save((result, args), os.path.join(folder, f"result{{rank}}.pt"))
+    finally:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    folder, world_size, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    # On Linux the ranks are forked from this fresh process, which has imported torch once;
+    # elsewhere they are spawned (they re-import this file).
+    method = "fork" if sys.platform.startswith("linux") else "spawn"
+    try:
+        _mp.start_processes(_d2lite_rank, args=(folder, world_size, seconds), nprocs=world_size,
+                            start_method=method)
+    except _mp.ProcessRaisedException as error:  # the first rank that failed, with its traceback
+        sys.exit(str(error))
+'''
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _loopback_interface() -> str | None:
+    """The loopback interface's name ("lo" on Linux, "lo0" on macOS), for gloo's connections."""
+    try:
+        return next((name for _, name in socket.if_nameindex() if name.startswith("lo")), None)
+    except (OSError, AttributeError):
+        return None
+
+
+def _source(fn: Callable) -> str:
+    try:
+        return textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError) as error:
+        raise ValueError(f"run_distributed: cannot read the source of {fn!r} ({error}); define it with "
+                         "`def` in a notebook cell or a file") from error
+
+
+def run_distributed(fn: Callable, args_per_rank: Sequence[Sequence[Any]], *,
+                    timeout: float = 120.0) -> list[tuple[Any, tuple]]:
+    """Call ``fn(*args_per_rank[rank])`` in ``len(args_per_rank)`` separate processes that have
+    joined one gloo process group over 127.0.0.1, as ``torchrun`` would start them.
+
+    fn: a function written with ``def`` (in a notebook too). Its *source* is written, after
+        ``import torch``, ``import torch.distributed as dist``, ``from torch import nn`` and
+        ``from torch.nn import functional as F``, into a script in a temporary folder, and a new
+        Python runs that script and starts the processes: a new process cannot import a function
+        that exists only in a notebook, so ``fn`` may use those names and its arguments, nothing
+        else of the notebook.
+    args_per_rank: one sequence of arguments per process (tensors, numbers, lists, dicts),
+        passed with ``torch.save``.
+    timeout: seconds for the whole run; a collective that waits longer fails.
+    Returns, for each rank, ``(what fn returned, its arguments after the call)``: arguments that
+    ``fn`` changed in place (as ``dist.all_reduce`` changes its tensor) come back changed. What
+    the processes print is printed here, each line prefixed with its rank. Raises RuntimeError
+    with the error of the first process that failed (the others are stopped). The temporary
+    folder is removed.
+    """
+    world_size = len(args_per_rank)
+    if world_size < 1:
+        raise ValueError("run_distributed: args_per_rank is empty; pass one tuple of arguments per process")
+    source = _source(fn)
+    with tempfile.TemporaryDirectory(prefix="d2lite_dist_") as folder:
+        script = os.path.join(folder, f"{fn.__name__}_in_{world_size}_processes.py")
+        with open(script, "w") as f:
+            f.write(_LAUNCHER.format(name=fn.__name__, source=source, world_size=world_size))
+        for rank, args in enumerate(args_per_rank):
+            torch.save(tuple(args), os.path.join(folder, f"args{rank}.pt"))
+        env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
+               "OMP_NUM_THREADS": "1"}
+        loopback = _loopback_interface()
+        if loopback and "GLOO_SOCKET_IFNAME" not in env:
+            env["GLOO_SOCKET_IFNAME"] = loopback
+        launcher = subprocess.Popen([sys.executable, script, folder, str(world_size), str(timeout)],
+                                    env=env, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True, start_new_session=os.name == "posix")
+        try:
+            log, _ = launcher.communicate(timeout=timeout + 30)
+        except subprocess.TimeoutExpired:
+            _stop(launcher)
+            log, _ = launcher.communicate()
+            raise RuntimeError(f"run_distributed: the {world_size} processes did not finish within "
+                               f"{timeout:g} s; output:\n{log[-3000:]}") from None
+        finally:
+            _stop(launcher)
+        outputs = []
+        for rank in range(world_size):
+            path = os.path.join(folder, f"output{rank}.txt")
+            outputs.append(open(path).read() if os.path.exists(path) else "")
+        if launcher.returncode != 0:
+            printed = "".join(f"[rank {r}] {line}\n" for r, text in enumerate(outputs) for line in text.splitlines())
+            raise RuntimeError(f"run_distributed: a process failed (exit status {launcher.returncode}):\n"
+                               f"{printed}{log[-3000:]}")
+        for rank, text in enumerate(outputs):
+            for line in text.splitlines():
+                print(f"[rank {rank}] {line}")
+        return [torch.load(os.path.join(folder, f"result{rank}.pt"), weights_only=False)
+                for rank in range(world_size)]
+
+
+def _stop(launcher: subprocess.Popen) -> None:
+    """Kill the launcher and the processes it started (its process group), if still running."""
+    if launcher.poll() is None and os.name == "posix":
+        try:
+            os.killpg(launcher.pid, 9)
+        except ProcessLookupError:
+            pass
+    elif launcher.poll() is None:
+        launcher.kill()

@@ -2,7 +2,13 @@
 ``train_ch6`` (LeNet chapter), which here also RETURNS its history.
 
 The loops never wait for the GPU per batch: losses and correct counts are summed in tensors on
-the device and read once per epoch (plus the few points a live ``Animator`` plots).
+the device and read once per epoch (plus the few points a live ``Animator`` plots), and batches
+are copied with ``non_blocking=True``. A blocking copy from the CPU to a CUDA GPU waits until the
+GPU has finished all queued work and the copy; a non-blocking one from pinned memory (e.g. a
+``DataLoader(..., pin_memory=True)``) is queued like a kernel and the CPU goes on. From ordinary
+(pageable) memory the CUDA driver first stages the data through a pinned buffer on the CPU and may
+wait for the GPU, so nothing overlaps, and ``non_blocking=True`` does no harm. On the CPU,
+``.to("cpu", non_blocking=True)`` returns the tensor itself.
 """
 from __future__ import annotations
 
@@ -33,11 +39,13 @@ def accuracy(y_hat: torch.Tensor, y: torch.Tensor) -> float:
 
 
 def _to(X, device):
+    """A batch (a tensor, or a list/tuple of them) on ``device``; see the module docstring on
+    ``non_blocking``. Pinning is the loader's job: pinning here would be one more copy per batch."""
     if device is None:
         return X
     if isinstance(X, (list, tuple)):
-        return [x.to(device) for x in X]
-    return X.to(device)
+        return [x.to(device, non_blocking=True) for x in X]
+    return X.to(device, non_blocking=True)
 
 
 def evaluate_accuracy_gpu(net, data_iter, device=None) -> float:
@@ -109,7 +117,10 @@ def train_ch6(net: nn.Module, train_iter, test_iter, num_epochs: int, lr: float,
 
     net: a module mapping a batch X to (n, classes) scores; its Linear/Conv2d weights are
         re-initialised with Xavier-uniform (``init=False`` keeps them).
-    train_iter, test_iter: iterables of (X, y) batches, y (n,) int64 labels.
+    train_iter, test_iter: iterables of (X, y) batches, y (n,) int64 labels. Batches are copied
+        to ``device`` with ``non_blocking=True``; for a CUDA device, a ``DataLoader`` built with
+        ``pin_memory=True`` makes those copies overlap with computing (``load_data(...,
+        device=...)`` avoids the copies altogether).
     device: where to train (default ``try_gpu()``).
     animate: plot loss and accuracies with an :class:`Animator` (silent where no one watches).
     progress: tqdm progress bar; default on, except while nbgrader or the course grader runs.
@@ -143,7 +154,7 @@ def train_ch6(net: nn.Module, train_iter, test_iter, num_epochs: int, lr: float,
             n = 0
             timer.start()
             for i, (X, y) in enumerate(train_iter):
-                X, y = _to(X, device), y.to(device)
+                X, y = _to(X, device), _to(y, device)
                 optimizer.zero_grad()
                 y_hat = net(X)
                 l = loss(y_hat, y)

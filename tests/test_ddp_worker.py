@@ -1,4 +1,5 @@
 """The DDP worker of 05_multigpu, run for real: torchrun starts two gloo processes on the CPU."""
+import importlib.util
 import json
 import os
 import subprocess
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch.utils.data import TensorDataset
 
 import d2lite
 
@@ -17,14 +19,19 @@ WORKER = ROOT / "course" / "ddp_lenet.py"
 @pytest.fixture(scope="module")
 def ddp_run(tmp_path_factory):
     """One 2-process run of the worker on mnist5k: (its JSON summary, its folder of state_dicts)."""
-    out = tmp_path_factory.mktemp("ddp")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}  # gloo on the CPU
+    out, scratch = tmp_path_factory.mktemp("ddp"), tmp_path_factory.mktemp("scratch")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "",  # gloo on the CPU
+           "TMPDIR": str(scratch)}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+           "--log-dir", str(out / "torchrun-logs"),  # torchrun's files: otherwise /tmp/torchelastic_*
            str(WORKER), "--dataset", "mnist5k", "--epochs", "2", "--batch-size", "64", "--lr", "0.1",
            "--activation", "relu", "--pool", "max", "--out", str(out / "summary.json"),
            "--save-dir", str(out)]
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"torchrun failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+    # torchinductor_<user> is PyTorch's cache, one per user, reused by every run: not left behind.
+    left = [p.name for p in scratch.iterdir() if not p.name.startswith("torchinductor_")]
+    assert not left, f"left behind in the temporary folder: {left}"
     return json.loads((out / "summary.json").read_text()), out, done.stdout
 
 
@@ -71,3 +78,35 @@ def test_trained_model_classifies_digits(ddp_run):
     assert total == 1000
     assert correct / total == pytest.approx(summary["test_acc"])
     assert summary["test_acc"] > 0.7, "2 epochs of ReLU LeNet reach about 0.9 on mnist5k; chance is 0.1"
+
+
+def load_worker():
+    """course/ddp_lenet.py as a module (it is a script next to the notebooks, not a package)."""
+    spec = importlib.util.spec_from_file_location("ddp_lenet", WORKER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class CopySpy(torch.Tensor):
+    """A batch tensor that notes the non_blocking flag of each .to() call; its copy is plain."""
+
+    flags: list = []
+
+    def to(self, *args, **kwargs):
+        CopySpy.flags.append(kwargs.get("non_blocking", False))
+        return torch.Tensor.to(self.as_subclass(torch.Tensor), *args, **kwargs)
+
+
+def test_batches_are_pinned_for_a_gpu_and_copied_without_blocking(monkeypatch):
+    """On a GPU the loader pins and the copies do not block; checked on the CPU (the calls are
+    the same; what they do there is nothing)."""
+    worker = load_worker()
+    data = TensorDataset(torch.zeros(8, 28, 28, dtype=torch.uint8), torch.zeros(8, dtype=torch.int64))
+    assert worker.shard_loader(data, 4, None, torch.device("cuda", 0)).pin_memory
+    assert not worker.shard_loader(data, 4, None, torch.device("cpu")).pin_memory
+    monkeypatch.setattr(CopySpy, "flags", [])
+    batches = [(torch.rand(4, 1, 28, 28).as_subclass(CopySpy), torch.zeros(4, dtype=torch.int64).as_subclass(CopySpy))] * 3
+    acc = worker.accuracy(d2lite.lenet(), batches, torch.device("cpu"))
+    assert 0 <= acc <= 1
+    assert CopySpy.flags == [True] * 6, "X and y of every batch are copied with non_blocking=True"

@@ -1,6 +1,10 @@
-"""Data-parallel helpers on the CPU and on device lists that repeat a device."""
+"""Data-parallel helpers on the CPU and on device lists that repeat a device; run_distributed
+with real gloo processes."""
+import tempfile
+
 import pytest
 import torch
+import torch.distributed as dist
 
 import d2lite
 
@@ -110,3 +114,52 @@ def test_split_batch_on_distinct_gpus_uses_scatter():
     assert [s.device for s in X_shards] == devices
     torch.testing.assert_close(torch.cat([s.cpu() for s in X_shards]), X)
     torch.testing.assert_close(torch.cat([s.cpu() for s in y_shards]), y)
+
+
+def collectives(x):
+    """Runs in every process of the group: x is this rank's tensor."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    print("rank", rank, "of", world_size)
+    gathered = [torch.empty_like(x) for _ in range(world_size)]
+    dist.all_gather(gathered, x)
+    first = x.clone()
+    dist.broadcast(first, src=0)
+    dist.all_reduce(x)  # in place: comes back through the arguments
+    return {"rank": rank, "gathered": gathered, "first": first}
+
+
+def failing(x):
+    if dist.get_rank() == 1:
+        raise ValueError("rank 1 gives up")
+    dist.all_reduce(x)
+
+
+def test_run_distributed_runs_real_processes_and_cleans_up(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    inputs = [(torch.tensor([1.0, 2.0]),), (torch.tensor([10.0, 20.0]),), (torch.tensor([100.0, 200.0]),)]
+    results = d2lite.run_distributed(collectives, inputs)
+    assert [returned["rank"] for returned, _ in results] == [0, 1, 2], "one result per rank, in rank order"
+    for returned, (x,) in results:
+        torch.testing.assert_close(x, torch.tensor([111.0, 222.0]), msg="all_reduce summed in place")
+        torch.testing.assert_close(returned["first"], torch.tensor([1.0, 2.0]), msg="broadcast from rank 0")
+        torch.testing.assert_close(torch.stack(returned["gathered"]), torch.stack([a for a, in inputs]))
+    torch.testing.assert_close(inputs[0][0], torch.tensor([1.0, 2.0]), msg="the caller's tensors are not touched")
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"[rank {r}] rank {r} of 3" for r in range(3)]
+    assert list(tmp_path.iterdir()) == [], "the temporary folder is removed"
+
+
+def test_run_distributed_reports_the_failing_rank(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(RuntimeError, match="(?s)Process 1 terminated.*ValueError: rank 1 gives up"):
+        d2lite.run_distributed(failing, [(torch.ones(2),), (torch.ones(2),)], timeout=60)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_run_distributed_needs_source_code_and_processes():
+    namespace = {}
+    exec("def made_by_exec(x):\n    return x\n", namespace)
+    with pytest.raises(ValueError, match="cannot read the source"):
+        d2lite.run_distributed(namespace["made_by_exec"], [(1,)])
+    with pytest.raises(ValueError, match="empty"):
+        d2lite.run_distributed(collectives, [])

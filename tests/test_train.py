@@ -165,3 +165,33 @@ def test_evaluate_accuracy_gpu_with_a_plain_function_and_empty_data():
     assert d2lite.evaluate_accuracy_gpu(lambda X: X, batches) == 0.5
     with pytest.raises(ValueError, match="no examples"):
         d2lite.evaluate_accuracy_gpu(small_net(), [])
+
+
+class CopySpy(torch.Tensor):
+    """A batch tensor that notes how it is copied: the ``non_blocking`` flag of each ``.to()``.
+    The copy it returns is a plain tensor, so the model's own calls are not counted."""
+
+    flags: list = []
+
+    def to(self, *args, **kwargs):
+        CopySpy.flags.append(kwargs.get("non_blocking", False))
+        return torch.Tensor.to(self.as_subclass(torch.Tensor), *args, **kwargs)
+
+
+def spied(loader):
+    return [(X.as_subclass(CopySpy), y.as_subclass(CopySpy)) for X, y in loader]
+
+
+def test_batches_are_copied_with_non_blocking_true(monkeypatch):
+    """On a CUDA GPU a blocking copy from the CPU waits for the GPU; both loops ask for
+    non_blocking=True (checked here on the CPU, where the call is the same)."""
+    train_iter, test_iter = loaders()
+    monkeypatch.setattr(CopySpy, "flags", [])
+    d2lite.train_ch6(small_net(), spied(train_iter), spied(test_iter), 1, 0.1, "cpu",
+                     animate=False, progress=False, verbose=False)
+    assert len(CopySpy.flags) == 2 * (6 + 6), "X and y of every training and test batch are moved"
+    assert all(CopySpy.flags), "every batch copy passes non_blocking=True"
+    monkeypatch.setattr(CopySpy, "flags", [])
+    net = small_net()
+    d2lite.evaluate_accuracy_gpu(lambda Xs: net(Xs[0]), [([X, X], y) for X, y in spied(test_iter)], "cpu")
+    assert CopySpy.flags and all(CopySpy.flags), "lists of inputs too"
