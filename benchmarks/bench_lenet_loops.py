@@ -28,7 +28,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import d2lite
-import d2lite.plot
+import d2lite.animator
 
 EPOCHS = int(os.environ.get("BENCH_EPOCHS", "2"))
 REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
@@ -135,7 +135,7 @@ def seconds_per_epoch(train, data, device) -> tuple[float, float]:
 def main() -> str:
     # d2l uses 4 loader workers whatever the machine; keep that, without the warning about it.
     warnings.filterwarnings("ignore", message="This DataLoader will create")
-    d2lite.plot.live_display_available = lambda: True   # draw as in a notebook
+    d2lite.animator.live_display_available = lambda: True   # draw as in a notebook
     device = d2lite.try_gpu()
     data = mnist5k_tensors()
     times = {"d2l-style loop": [], "d2lite.train_ch6": []}

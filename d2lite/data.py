@@ -1,9 +1,16 @@
 """Data for the course: synthetic regression data, minibatch iterators and image data sets.
 
 d2l names with d2l semantics: ``synthetic_data``, ``data_iter``, ``load_array``,
-``load_data_fashion_mnist``, ``get_fashion_mnist_labels``; plus ``load_data(name, ...)``
-for "fashion_mnist" (downloaded and checksum-verified, see ``d2lite.download``) and
-"mnist5k" (4,000/1,000 real MNIST digits bundled with d2lite, for offline use).
+``load_data_fashion_mnist``, ``get_fashion_mnist_labels``, ``get_dataloader_workers``; plus
+``load_data(name, ...)`` for "fashion_mnist" (downloaded and checksum-verified, see
+``d2lite.downloads``) and "mnist5k" (4,000/1,000 real MNIST digits bundled with d2lite, for
+offline use).
+
+When the bundled digits stand in for Fashion-MNIST (``D2LITE_DATASET=mnist5k``),
+``load_data_fashion_mnist`` makes each training epoch as long in steps as a Fashion-MNIST epoch
+(60,000 examples: 15 reshuffled passes over the 4,000 digits) and prints so: d2l's chapters
+choose epoch counts and learning rates for 60,000 images, and with 16 steps an epoch their
+sigmoid LeNet would still sit at chance after 10 epochs.
 
 Loaders batch by tensor indexing instead of a DataLoader: the whole (small) data set is
 one tensor, each minibatch is ``tensor[indices]``. With ``device=`` the data set is moved
@@ -12,19 +19,19 @@ to the device once and batches are shuffled and converted there.
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch.utils.data import TensorDataset
 
-from .download import FASHION_MNIST, fetch, verify_sha256
+from .downloads import FASHION_MNIST, fetch, verify_sha256
 from .idx import IDXFormatError, read_idx
+from .unattended import DATASET, dataset_name
 
 __all__ = ["synthetic_data", "data_iter", "TensorLoader", "load_array", "load_data",
-           "load_data_fashion_mnist", "get_fashion_mnist_labels", "FASHION_MNIST_CLASSES",
-           "MNIST5K_DIR"]
+           "load_data_fashion_mnist", "get_fashion_mnist_labels", "get_dataloader_workers",
+           "FASHION_MNIST_CLASSES", "DIGIT_CLASSES", "MNIST5K_DIR"]
 
 FASHION_MNIST_CLASSES = ("t-shirt", "trouser", "pullover", "dress", "coat",
                          "sandal", "shirt", "sneaker", "bag", "ankle boot")
@@ -39,6 +46,8 @@ MNIST5K_SHA256 = {
     "t10k-labels-idx1-ubyte.gz": "b42ecc3004fe544b93f9e23b216103f6e8417d82f371ca2a47bbdcdb5ce44998",
 }
 DATASETS = ("fashion_mnist", "mnist5k")
+CLASSES = {"fashion_mnist": FASHION_MNIST_CLASSES, "mnist5k": DIGIT_CLASSES}
+FASHION_MNIST_TRAIN_SIZE = 60_000  # examples in a Fashion-MNIST training epoch
 
 
 def synthetic_data(w: torch.Tensor, b, num_examples: int, *, generator: torch.Generator | None = None):
@@ -100,7 +109,10 @@ class TensorLoader:
     tensors: tensors with the same first dimension n (on any device; batches are made
     there). shuffle: new random order every epoch (drawn with ``generator``), else the
     stored order. transform: optional function applied to the first tensor of each batch
-    (e.g. uint8 images -> float). ``len(loader)`` is the number of batches per epoch.
+    (e.g. uint8 images -> float). epoch_size: examples per epoch (default n, each example
+    once); a larger value makes an epoch several passes, each reshuffled (in stored order when
+    not shuffling), so every example appears about epoch_size / n times.
+    ``len(loader)`` is the number of batches per epoch.
     Attributes like a DataLoader's: ``batch_size`` and ``dataset``, a TensorDataset view (no
     copy) of the tensors AS STORED: for image sets from ``load_data`` that is uint8
     (N, 28, 28) images, so code that batches ``dataset`` itself (e.g. with a
@@ -109,9 +121,15 @@ class TensorLoader:
     """
 
     def __init__(self, tensors, batch_size: int, shuffle: bool = False, *, transform=None,
-                 generator: torch.Generator | None = None, name: str | None = None, classes=None):
+                 generator: torch.Generator | None = None, name: str | None = None, classes=None,
+                 epoch_size: int | None = None):
         self.tensors = tuple(tensors)
         self.num_examples = _check_batching(batch_size, self.tensors)
+        if epoch_size is not None and (isinstance(epoch_size, bool) or not isinstance(epoch_size, int)
+                                       or epoch_size <= 0):
+            raise ValueError(f"epoch_size must be a positive number of examples (or None for one pass "
+                             f"over the {self.num_examples}), got {epoch_size!r}.")
+        self.epoch_size = self.num_examples if epoch_size is None else epoch_size
         self.batch_size, self.shuffle = batch_size, shuffle
         self.transform, self.generator = transform, generator
         self.name, self.classes = name, classes
@@ -122,12 +140,24 @@ class TensorLoader:
         return self.tensors[0].device
 
     def __len__(self) -> int:
-        return math.ceil(self.num_examples / self.batch_size)
+        return math.ceil(self.epoch_size / self.batch_size)
+
+    def _epoch_order(self) -> torch.Tensor | None:
+        """The row indices of one epoch (epoch_size of them), or None for one pass in stored order."""
+        n, wanted = self.num_examples, self.epoch_size
+        if not self.shuffle and wanted == n:
+            return None
+        passes = math.ceil(wanted / n)
+        if self.shuffle:
+            orders = [_permutation(n, self.device, self.generator) for _ in range(passes)]
+        else:
+            orders = [torch.arange(n, device=self.device)] * passes
+        return torch.cat(orders)[:wanted]
 
     def __iter__(self):
-        n, size = self.num_examples, self.batch_size
-        order = _permutation(n, self.device, self.generator) if self.shuffle else None
-        for start in range(0, n, size):
+        size = self.batch_size
+        order = self._epoch_order()
+        for start in range(0, self.epoch_size, size):
             if order is None:
                 batch = [t[start:start + size] for t in self.tensors]
             else:
@@ -139,7 +169,8 @@ class TensorLoader:
 
     def __repr__(self) -> str:
         what = f"{self.name}, " if self.name else ""
-        return (f"TensorLoader({what}{self.num_examples} examples, batch_size={self.batch_size}, "
+        epoch = f", epoch_size={self.epoch_size}" if self.epoch_size != self.num_examples else ""
+        return (f"TensorLoader({what}{self.num_examples} examples{epoch}, batch_size={self.batch_size}, "
                 f"shuffle={self.shuffle}, device={self.device})")
 
 
@@ -153,9 +184,36 @@ def load_array(data_arrays, batch_size: int, is_train: bool = True) -> TensorLoa
     return TensorLoader(data_arrays, batch_size, shuffle=is_train)
 
 
-def get_fashion_mnist_labels(labels) -> list[str]:
-    """Text labels of Fashion-MNIST class indices (a tensor or sequence of ints)."""
-    return [FASHION_MNIST_CLASSES[int(i)] for i in labels]
+def get_fashion_mnist_labels(labels, *, dataset: str | None = None) -> list[str]:
+    """Text labels of class indices (a tensor or sequence of ints) of the data set that
+    ``load_data_fashion_mnist`` loads: clothing names for Fashion-MNIST, the digits "0"-"9"
+    when the bundled digits stand in (``D2LITE_DATASET=mnist5k``).
+
+    dataset: "fashion_mnist" or "mnist5k" to name the data set yourself (e.g. after
+    ``load_data("mnist5k", ...)``); a loader's ``classes`` attribute holds the same names.
+    """
+    name = dataset if dataset is not None else dataset_name()
+    if name not in CLASSES:
+        raise ValueError(f"get_fashion_mnist_labels: unknown data set {name!r}; expected one of "
+                         f"{', '.join(map(repr, DATASETS))}.")
+    names = CLASSES[name]
+    text = []
+    for label in labels:
+        index = int(label)
+        if not 0 <= index < len(names):
+            raise ValueError(f"get_fashion_mnist_labels: {index} is not a class index of {name} "
+                             f"(0 to {len(names) - 1}); pass labels, not scores (use y_hat.argmax(dim=1)).")
+        text.append(names[index])
+    return text
+
+
+def get_dataloader_workers() -> int:
+    """Worker processes for a ``DataLoader`` (d2l's returns 4): 0, i.e. load in the main process.
+
+    d2lite's own loaders index tensors in memory and need no workers; for a DataLoader over a
+    small in-memory data set, worker processes cost more to start than they save.
+    """
+    return 0
 
 
 def _target_size(resize) -> tuple[int, int] | None:
@@ -197,11 +255,11 @@ def _mnist5k_paths(root) -> dict:
 
 def load_data(name: str, batch_size: int, resize=None, *, root=None, device=None,
               generator: torch.Generator | None = None, base_url: str | None = None,
-              reason: str = "", progressbar: bool = True):
-    """Load an image data set as ``(train_iter, test_iter)`` and print one line saying what.
+              reason: str = "", progressbar: bool = True, epoch_size: int | None = None):
+    """Load an image data set as ``(train_iter, test_iter)`` and print what was loaded.
 
     name: "fashion_mnist" (60,000/10,000 clothing images, downloaded once into the
-    cache, see d2lite.download) or "mnist5k" (4,000/1,000 MNIST digits bundled with
+    cache, see d2lite.downloads) or "mnist5k" (4,000/1,000 MNIST digits bundled with
     d2lite, 400/100 per class). Batches are X: float32 (B, 1, 28, 28) in [0, 1] (or
     (B, 1, h, w) with ``resize=h`` or ``resize=(h, w)``) and y: int64 (B,). The training
     iterator is reshuffled every epoch (with ``generator`` if given); the test iterator
@@ -209,7 +267,9 @@ def load_data(name: str, batch_size: int, resize=None, *, root=None, device=None
     folder, default ``$D2LITE_DATA`` or ``~/.cache/d2lite``; mnist5k: default the bundled
     copy). device: move the whole data set there once and make batches there.
     base_url: where to download Fashion-MNIST from (default ``$D2LITE_FASHION_MNIST_URL``
-    or the official mirror). reason: appended to the printed line.
+    or the official mirror). reason: appended to the printed line. epoch_size: training
+    examples per epoch (default: each training example once); a larger value makes an epoch
+    several reshuffled passes over the training set, and a second printed line says so.
     """
     transform = _image_transform(resize)
     if name == "fashion_mnist":
@@ -224,13 +284,16 @@ def load_data(name: str, batch_size: int, resize=None, *, root=None, device=None
     if device is not None:
         train_x, train_y, test_x, test_y = (t.to(device) for t in (train_x, train_y, test_x, test_y))
     train_iter = TensorLoader((train_x, train_y), batch_size, shuffle=True, transform=transform,
-                              generator=generator, name=name, classes=classes)
+                              generator=generator, name=name, classes=classes, epoch_size=epoch_size)
     test_iter = TensorLoader((test_x, test_y), batch_size, shuffle=False, transform=transform,
                              name=name, classes=classes)
     shape = tuple(transform(test_x[:1]).shape[1:])
     folder = Path(next(iter(paths.values()))).parent
     print(f"Loaded {title}{reason}: {len(train_x):,} training and {len(test_x):,} test images of shape "
           f"{shape}, batch_size {batch_size}, on {train_x.device}, from {folder}")
+    if train_iter.epoch_size != len(train_x):
+        print(f"One training epoch is {train_iter.epoch_size:,} examples: {train_iter.epoch_size / len(train_x):.3g} "
+              f"reshuffled passes over the {len(train_x):,} training images ({len(train_iter)} batches).")
     return train_iter, test_iter
 
 
@@ -238,11 +301,20 @@ def load_data_fashion_mnist(batch_size: int, resize=None, **options):
     """Fashion-MNIST as ``(train_iter, test_iter)`` (d2l's name), or the set named by ``D2LITE_DATASET``.
 
     With ``D2LITE_DATASET=mnist5k`` (CI, offline classrooms) the bundled MNIST digits are
-    loaded instead, and the printed line says so. ``options`` go to ``load_data``.
+    loaded instead, and the printed lines say so. A training epoch of the digits is then as
+    long in steps as one of Fashion-MNIST: 60,000 examples, i.e. 15 reshuffled passes over the
+    4,000 digits (``epoch_size=None`` in ``options`` gives single passes). ``options`` go to
+    ``load_data``.
     """
-    name = os.environ.get("D2LITE_DATASET", "").strip() or "fashion_mnist"
+    name = dataset_name()
     if name not in DATASETS:
-        raise ValueError(f"D2LITE_DATASET={name!r} is not a data set d2lite knows; "
+        raise ValueError(f"{DATASET}={name!r} is not a data set d2lite knows; "
                          f"expected one of {', '.join(DATASETS)} (or unset it for fashion_mnist).")
-    reason = "" if name == "fashion_mnist" else f" instead of Fashion-MNIST (D2LITE_DATASET={name})"
-    return load_data(name, batch_size, resize, reason=reason, **options)
+    if name == "fashion_mnist":
+        return load_data(name, batch_size, resize, **options)
+    options.setdefault("epoch_size", FASHION_MNIST_TRAIN_SIZE)
+    loaders = load_data(name, batch_size, resize, reason=f" instead of Fashion-MNIST ({DATASET}={name})", **options)
+    if options["epoch_size"] == FASHION_MNIST_TRAIN_SIZE:
+        print("(As many steps per epoch as Fashion-MNIST's 60,000 images, so that d2l's epoch counts and "
+              "learning rates train as in the book; epoch_size=None for single passes.)")
+    return loaders

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from .device import try_gpu
-from .plot import Animator
+from .animator import Animator
 from .timer import Timer
 from .unattended import under_grader
 

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SNIPPET = textwrap.dedent(
     """
     import torch
@@ -110,3 +112,43 @@ def test_d2l_style_code_runs_with_d2lite(tmp_path):
     assert "Linear output shape: \t torch.Size([1, 10])" in out
     assert "data-parallel step equals the single-device step" in out
     assert (tmp_path / "curves.png").stat().st_size > 0
+
+
+# Every name that the PyTorch code of d2l 0.17's chapters 2-7 and sections 12.5-12.6 reaches through
+# `d2l.` (read from the book's source), plus the helpers those chapters define and save into d2l.
+D2L_NAMES_USED = (
+    "Accumulator", "Animator", "Residual", "Timer", "accuracy", "corr2d", "evaluate_accuracy_gpu",
+    "evaluate_loss", "get_fashion_mnist_labels", "linreg", "load_array", "load_data_fashion_mnist",
+    "plot", "plt", "predict_ch3", "set_axes", "set_figsize", "sgd", "show_images", "squared_loss",
+    "synthetic_data", "train_ch3", "train_ch6", "train_epoch_ch3", "try_all_gpus", "try_gpu",
+    "use_svg_display",
+)
+D2L_NAMES_SAVED = (
+    "evaluate_accuracy", "get_dataloader_workers", "download", "download_extract", "download_all",
+    "DATA_HUB", "DATA_URL", "split_batch", "resnet18", "data_iter", "get_params", "allreduce",
+)
+D2L_ALIASES_USED = (
+    "abs", "arange", "argmax", "astype", "concat", "exp", "float32", "log", "matmul", "normal", "numpy",
+    "ones", "reduce_sum", "reshape", "size", "stack", "tensor", "transpose", "zeros",
+)
+
+
+def test_every_d2l_name_of_the_chapters_is_offered():
+    import d2lite as d2l
+
+    missing = [name for name in D2L_NAMES_USED + D2L_NAMES_SAVED if not hasattr(d2l, name)]
+    assert missing == []
+    assert callable(d2l.plot) and callable(d2l.download) and callable(d2l.Animator(display=False).config_axes)
+
+
+def test_d2l_names_left_out_say_what_to_use_instead():
+    import d2lite as d2l
+
+    for name in D2L_ALIASES_USED + ("Module", "Trainer", "DataModule"):
+        with pytest.raises(AttributeError) as info:
+            getattr(d2l, name)
+        message = str(info.value)
+        assert message.startswith(f"d2lite does not offer d2l's {name!r}")
+        assert "instead" in message or "nn.Module" in message, message  # says what to write
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        d2l.no_such_name

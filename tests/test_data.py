@@ -8,7 +8,8 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 import d2lite
-from d2lite import ChecksumError, data_iter, load_array, load_data, synthetic_data
+from d2lite import ChecksumError, TensorLoader, data_iter, load_array, load_data, synthetic_data
+from d2lite.unattended import DATASET
 
 
 # ---------------------------------------------------------------- synthetic_data
@@ -173,11 +174,40 @@ def test_device_resident_loader_gives_the_same_batches_as_the_default_one():
 
 
 def test_load_data_fashion_mnist_follows_d2lite_dataset_and_says_so(monkeypatch, capsys):
-    monkeypatch.setenv("D2LITE_DATASET", "mnist5k")
+    monkeypatch.setenv(DATASET, "mnist5k")
     train_iter, test_iter = d2lite.load_data_fashion_mnist(32, resize=None)
     out = capsys.readouterr().out
-    assert out.count("\n") == 1 and "mnist5k" in out and "D2LITE_DATASET=mnist5k" in out
+    assert "mnist5k" in out and "D2LITE_DATASET=mnist5k" in out
     assert train_iter.name == "mnist5k" and len(test_iter.dataset) == 1000
+
+
+def test_digits_standing_in_for_fashion_mnist_make_epochs_as_long_as_fashion_mnist_ones(monkeypatch, capsys):
+    """d2l's chapters pick epochs and learning rates for 60,000 images: a stand-in epoch has as many."""
+    monkeypatch.setenv(DATASET, "mnist5k")
+    train_iter, test_iter = d2lite.load_data_fashion_mnist(256)
+    out = capsys.readouterr().out
+    assert "One training epoch is 60,000 examples: 15 reshuffled passes over the 4,000" in out
+    assert "As many steps per epoch as Fashion-MNIST's 60,000 images" in out
+    assert len(train_iter) == 235 and len(test_iter) == 4  # ceil(60,000 / 256); the test set once
+    X, y = all_of(train_iter)
+    assert X.shape == (60_000, 1, 28, 28)
+    assert torch.bincount(y, minlength=10).tolist() == [6000] * 10  # each digit 15 times
+    single, _ = d2lite.load_data_fashion_mnist(256, epoch_size=None)
+    assert len(single) == 16 and "One training epoch" not in capsys.readouterr().out
+
+
+def test_a_longer_epoch_is_several_reshuffled_passes():
+    X, y = torch.arange(10).float(), torch.arange(10)
+    loader = TensorLoader((X, y), 4, shuffle=True, epoch_size=25)
+    _, seen = epoch_of(loader)
+    assert len(loader) == 7 and len(seen) == 25
+    assert sorted(seen[:20].tolist()) == sorted(list(range(10)) * 2)  # two whole passes, then part of a third
+    assert len(set(seen[20:].tolist())) == 5
+    ordered = TensorLoader((X, y), 4, epoch_size=15)
+    assert epoch_of(ordered)[1].tolist() == list(range(10)) + list(range(5))
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="epoch_size must be a positive number of examples"):
+            TensorLoader((X, y), 4, epoch_size=bad)
 
 
 def test_unknown_data_set_names_are_rejected(monkeypatch):
@@ -200,9 +230,31 @@ def test_a_modified_mnist5k_file_is_rejected_by_its_checksum(tmp_path):
         load_data("mnist5k", 10, root=tmp_path)
 
 
-def test_get_fashion_mnist_labels_names_the_ten_classes_in_d2l_order():
+def test_get_fashion_mnist_labels_names_the_ten_classes_in_d2l_order(monkeypatch):
+    monkeypatch.delenv(DATASET, raising=False)
     assert d2lite.get_fashion_mnist_labels(torch.tensor([0, 9, 5])) == ["t-shirt", "ankle boot", "sandal"]
     assert len(set(d2lite.get_fashion_mnist_labels(range(10)))) == 10
+
+
+def test_get_fashion_mnist_labels_names_digits_when_the_digits_stand_in(monkeypatch):
+    monkeypatch.setenv(DATASET, "mnist5k")
+    assert d2lite.get_fashion_mnist_labels(torch.tensor([0, 9, 5])) == ["0", "9", "5"]
+    monkeypatch.delenv(DATASET)
+    assert d2lite.get_fashion_mnist_labels([3], dataset="mnist5k") == ["3"]
+    _, test_iter = load_data("mnist5k", 8)
+    assert d2lite.get_fashion_mnist_labels([7], dataset=test_iter.name) == [test_iter.classes[7]] == ["7"]
+
+
+def test_get_fashion_mnist_labels_says_what_is_wrong_with_bad_labels():
+    with pytest.raises(ValueError, match="10 is not a class index of fashion_mnist.*argmax"):
+        d2lite.get_fashion_mnist_labels([10], dataset="fashion_mnist")
+    with pytest.raises(ValueError, match="unknown data set 'cifar10'"):
+        d2lite.get_fashion_mnist_labels([1], dataset="cifar10")
+
+
+def test_get_dataloader_workers_gives_a_count_a_dataloader_accepts():
+    loader = DataLoader(TensorDataset(torch.arange(6)), batch_size=4, num_workers=d2lite.get_dataloader_workers())
+    assert [len(b[0]) for b in loader] == [4, 2]
 
 
 def test_d2l_style_linear_regression_input_pipeline_runs_unchanged():

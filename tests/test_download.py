@@ -1,4 +1,4 @@
-"""d2lite.download, for real: a small HTTP server on 127.0.0.1 serves IDX files written here.
+"""d2lite.downloads, for real: a small HTTP server on 127.0.0.1 serves IDX files written here.
 
 Nothing is mocked: pooch downloads over a socket from a server that can serve a file whole,
 cut the connection mid-body, or not be there at all.
@@ -6,6 +6,7 @@ cut the connection mid-body, or not be there at all.
 import gzip
 import hashlib
 import http.server
+import os
 import socket
 import struct
 import threading
@@ -16,6 +17,7 @@ import torch
 
 import d2lite
 from d2lite import FASHION_MNIST, ChecksumError, DatasetUnavailableError, RemoteDataset, fetch
+from d2lite.unattended import DATA_DIR
 
 FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
          "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
@@ -200,3 +202,85 @@ def test_cache_dir_follows_d2lite_data(monkeypatch, tmp_path):
     assert d2lite.cache_dir() == tmp_path / "x"
     monkeypatch.delenv("D2LITE_DATA")
     assert d2lite.cache_dir().parts[-2:] == (".cache", "d2lite")
+
+
+# ---------------------------------------------------------------- d2l's download(name) and DATA_HUB
+
+@pytest.fixture
+def hub():
+    """d2lite's DATA_HUB, restored afterwards to what it held (a chapter adds its own entries)."""
+    saved = dict(d2lite.DATA_HUB)
+    yield d2lite.DATA_HUB
+    d2lite.DATA_HUB.clear()
+    d2lite.DATA_HUB.update(saved)
+
+
+def test_d2l_download_registers_by_name_checks_sha1_and_uses_the_cached_copy(tmp_path, hub, monkeypatch):
+    """d2l.DATA_HUB[name] = (url, sha1); d2l.download(name) returns the local path; a second call
+    (server gone) finds the cached copy; with no cache_dir it goes under $D2LITE_DATA/d2l."""
+    import d2lite as d2l
+
+    body = b"Id,SalePrice\n1,208500\n"
+    s = FileServer({"house.csv": body})
+    try:
+        d2l.DATA_HUB["house"] = (s.url + "house.csv", hashlib.sha1(body).hexdigest())
+        fname = d2l.download("house", cache_dir=tmp_path / "data", progressbar=False)
+        monkeypatch.setenv(DATA_DIR, str(tmp_path / "cache"))
+        default = d2l.download("house", progressbar=False)
+    finally:
+        s.stop()
+    assert isinstance(fname, str) and open(fname, "rb").read() == body
+    assert fname == str(tmp_path / "data" / "house.csv") and default == str(tmp_path / "cache" / "d2l" / "house.csv")
+    assert d2l.download("house", cache_dir=tmp_path / "data") == fname  # no server: the verified copy
+    assert s.requests == ["house.csv", "house.csv"]
+
+
+def test_d2l_download_refuses_a_file_with_another_digest_and_says_what_to_do(tmp_path, hub):
+    import d2lite as d2l
+
+    s = FileServer({"a.csv": b"the server's file"})
+    try:
+        d2l.DATA_HUB["a"] = (s.url + "a.csv", hashlib.sha1(b"the published file").hexdigest())
+        with pytest.raises(ChecksumError, match="does not have the SHA1 registered in DATA_HUB\\['a'\\]"):
+            d2l.download("a", cache_dir=tmp_path, progressbar=False)
+    finally:
+        s.stop()
+    assert not (tmp_path / "a.csv").exists()
+    d2l.DATA_HUB["b"] = (closed_port_url() + "b.csv", "0" * 40)
+    with pytest.raises(DatasetUnavailableError, match="copy the file to .*b.csv"):
+        d2l.download("b", cache_dir=tmp_path, progressbar=False)
+    with pytest.raises(KeyError, match="'c' is not in DATA_HUB .*register it first"):
+        d2l.download("c")
+    d2l.DATA_HUB["d"] = ("http://127.0.0.1:9/d.csv", "not-a-digest")
+    with pytest.raises(ValueError, match="40 \\(SHA-1\\) or 64 \\(SHA-256\\) hex digits"):
+        d2l.download("d")
+
+
+def test_d2l_download_extract_unpacks_beside_the_download_and_blocks_escaping_members(tmp_path, hub, monkeypatch):
+    import io
+    import tarfile
+
+    import d2lite as d2l
+
+    def tar_gz(members: dict[str, bytes]) -> bytes:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+            for name, data in members.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+        return buffer.getvalue()
+
+    good, evil = tar_gz({"pics/a.txt": b"A"}), tar_gz({"../outside.txt": b"X"})
+    monkeypatch.setenv(DATA_DIR, str(tmp_path))
+    s = FileServer({"pics.tar.gz": good, "evil.tar.gz": evil})
+    try:
+        d2l.DATA_HUB["pics"] = (s.url + "pics.tar.gz", hashlib.sha1(good).hexdigest())
+        d2l.DATA_HUB["evil"] = (s.url + "evil.tar.gz", hashlib.sha1(evil).hexdigest())
+        folder = d2l.download_extract("pics", "pics")
+        with pytest.raises(tarfile.OutsideDestinationError):
+            d2l.download_extract("evil")
+    finally:
+        s.stop()
+    assert open(os.path.join(folder, "a.txt")).read() == "A"
+    assert not (tmp_path / "outside.txt").exists()

@@ -87,3 +87,47 @@ def test_lenet_functional_equals_the_same_network_built_from_layers():
 def test_lenet_functional_needs_eight_parameters():
     with pytest.raises(ValueError, match="8 tensors"):
         d2lite.lenet_functional(torch.rand(1, 1, 28, 28), d2lite.lenet_params()[:6])
+
+
+# ---------------------------------------------------------------- corr2d (d2l's conv-layer section)
+
+def test_corr2d_matches_conv2d_and_the_books_small_example():
+    X = torch.arange(9.0).reshape(3, 3)
+    K = torch.arange(4.0).reshape(2, 2)
+    assert d2lite.corr2d(X, K).tolist() == [[19.0, 25.0], [37.0, 43.0]]
+    g = torch.Generator().manual_seed(0)
+    X, K = torch.randn(7, 9, generator=g), torch.randn(3, 2, generator=g)
+    reference = F.conv2d(X[None, None], K[None, None])[0, 0]  # torch's layer, an independent reference
+    torch.testing.assert_close(d2lite.corr2d(X, K), reference)
+    edges = d2lite.corr2d(torch.ones(6, 8).index_fill_(1, torch.arange(2, 6), 0), torch.tensor([[1.0, -1.0]]))
+    assert edges.shape == (6, 7) and edges[0].tolist() == [0, 1, 0, 0, 0, -1, 0]
+
+
+def test_corr2d_gradients_reach_the_kernel_and_bad_shapes_are_explained():
+    K = torch.ones(2, 2, requires_grad=True)
+    d2lite.corr2d(torch.ones(3, 3), K).sum().backward()
+    assert K.grad.tolist() == [[4.0, 4.0], [4.0, 4.0]]
+    with pytest.raises(ValueError, match="must be 2-d.*conv2d"):
+        d2lite.corr2d(torch.ones(1, 3, 3), torch.ones(2, 2))
+    with pytest.raises(ValueError, match="larger than the image"):
+        d2lite.corr2d(torch.ones(2, 2), torch.ones(3, 1))
+
+
+# ---------------------------------------------------------------- ResNet (d2l's Residual, resnet18)
+
+def test_residual_blocks_keep_or_halve_the_shape_as_the_resnet_section_shows():
+    X = torch.rand(4, 3, 6, 6)
+    assert d2lite.Residual(3, 3)(X).shape == (4, 3, 6, 6)
+    assert d2lite.Residual(3, 6, use_1x1conv=True, strides=2)(X).shape == (4, 6, 3, 3)
+    with pytest.raises(ValueError, match="pass use_1x1conv=True"):
+        d2lite.Residual(3, 6)
+
+
+def test_resnet18_classifies_small_images_and_names_its_stages_like_d2l():
+    net = d2lite.resnet18(10)
+    assert net(torch.rand(2, 1, 28, 28)).shape == (2, 10)
+    assert [name for name, _ in net.named_children()][3:] == [
+        "resnet_block1", "resnet_block2", "resnet_block3", "resnet_block4", "global_avg_pool", "fc"]
+    convs = [m for m in net.modules() if isinstance(m, nn.Conv2d)]
+    assert len(convs) == 1 + 16 + 3  # the stem, two 3x3 in each of 8 blocks, three 1x1 shortcuts
+    assert d2lite.resnet18(5, in_channels=3)(torch.rand(1, 3, 32, 32)).shape == (1, 5)

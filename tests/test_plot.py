@@ -135,7 +135,7 @@ class FakeClock:
 @pytest.fixture
 def clock(monkeypatch):
     fake = FakeClock()
-    monkeypatch.setattr(d2lite.plot, "_clock", fake)
+    monkeypatch.setattr(d2lite.animator, "_clock", fake)
     return fake
 
 
@@ -210,9 +210,9 @@ def test_an_animator_left_unclosed_in_a_function_is_drawn_when_the_cell_ends(clo
     train()
     gc.collect()
     assert shown == []
-    d2lite.plot._flush_pending()  # what the notebook's post_run_cell event calls
+    d2lite.animator._flush_pending()  # what the notebook's post_run_cell event calls
     assert len(shown) == 1
-    d2lite.plot._flush_pending()
+    d2lite.animator._flush_pending()
     assert len(shown) == 1, "nothing new, nothing drawn"
 
 

@@ -1,9 +1,11 @@
-"""Files that are checked before use: the download cache and SHA-256 verification.
+"""Files that are checked before use: the download cache, SHA verification, and d2l's
+``download`` of the files registered in ``DATA_HUB``.
 
-Remote data sets are fetched with pooch: the file is streamed to a temporary name in the
-cache folder, its SHA-256 is compared with the published one, and only then is it moved
-into place. A partial download or a file with the wrong checksum is therefore never
-cached, and a cached file whose checksum no longer matches is never used.
+Remote files are fetched with pooch: the file is streamed to a temporary name in the
+cache folder, its digest (SHA-256, or SHA-1 for d2l's ``DATA_HUB`` entries) is compared with
+the published one, and only then is it moved into place. A partial download or a file with
+the wrong checksum is therefore never cached, and a cached file whose checksum no longer
+matches is never used.
 
 The cache folder is ``$D2LITE_DATA`` when set, else ``~/.cache/d2lite``.
 """
@@ -12,10 +14,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import re
+import tarfile
+import zipfile
 from pathlib import Path
 
+from .unattended import DATA_DIR, DATASET, FASHION_MNIST_URL
+
 __all__ = ["ChecksumError", "DatasetUnavailableError", "RemoteDataset", "FASHION_MNIST", "cache_dir",
-           "sha256_of", "verify_sha256", "fetch"]
+           "sha256_of", "verify_sha256", "fetch", "DATA_HUB", "DATA_URL", "download",
+           "download_extract", "download_all"]
 
 class ChecksumError(ValueError):
     """A data file's SHA-256 differs from the known one: it is corrupt, partial or another file."""
@@ -50,7 +58,7 @@ FASHION_MNIST = RemoteDataset(
     name="fashion_mnist",
     title="Fashion-MNIST",
     base_url="http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
-    url_env="D2LITE_FASHION_MNIST_URL",
+    url_env=FASHION_MNIST_URL,
     sha256={
         "train-images-idx3-ubyte.gz": "3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84",
         "train-labels-idx1-ubyte.gz": "a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845",
@@ -62,7 +70,7 @@ FASHION_MNIST = RemoteDataset(
 
 def cache_dir() -> Path:
     """The folder that holds downloaded data sets: ``$D2LITE_DATA`` or ``~/.cache/d2lite``."""
-    return Path(os.environ.get("D2LITE_DATA") or Path.home() / ".cache" / "d2lite").expanduser()
+    return Path(os.environ.get(DATA_DIR) or Path.home() / ".cache" / "d2lite").expanduser()
 
 
 def sha256_of(path) -> str:
@@ -95,9 +103,9 @@ def _reason(err: Exception) -> str:
 def _where_to_put(remote: RemoteDataset, folder: Path) -> str:
     files = ", ".join(remote.sha256)
     return (
-        f"To use {remote.title} offline, copy the files {files} into {folder} (set D2LITE_DATA to "
-        "use another cache folder).\nOr use the MNIST digits bundled with d2lite: set "
-        "D2LITE_DATASET=mnist5k, or call d2lite.load_data('mnist5k', batch_size)."
+        f"To use {remote.title} offline, copy the files {files} into {folder} (set {DATA_DIR} to "
+        f"use another cache folder).\nOr use the MNIST digits bundled with d2lite: set "
+        f"{DATASET}=mnist5k, or call d2lite.load_data('mnist5k', batch_size)."
     )
 
 
@@ -149,3 +157,90 @@ def fetch(remote: RemoteDataset, root=None, base_url: str | None = None, progres
         paths[fname] = verify_sha256(folder / fname, remote.sha256[fname])
         del needed[fname]
     return {fname: paths[fname] for fname in remote.sha256}
+
+
+# d2l's registry of downloadable files: name -> (URL, hex SHA-1 digest). Chapters add their own
+# entries (``d2l.DATA_HUB['x'] = (d2l.DATA_URL + 'x.csv', '<sha1>')``) before ``d2l.download('x')``.
+DATA_URL = "http://d2l-data.s3-accelerate.amazonaws.com/"
+DATA_HUB: dict[str, tuple[str, str]] = {
+    # The two files of d2l's Kaggle house-price section, with the digests that section gives.
+    "kaggle_house_train": (DATA_URL + "kaggle_house_pred_train.csv", "585e9cc93e70b39160e7921475f9bcd7d31219ce"),
+    "kaggle_house_test": (DATA_URL + "kaggle_house_pred_test.csv", "fa19780a7b011d9b009e8bff8e99922a8ee2eb90"),
+}
+_DIGEST_ALGORITHMS = {40: "sha1", 64: "sha256"}  # hex length -> algorithm
+
+
+def _known_hash(name: str, digest: str) -> str:
+    """pooch's ``"algorithm:hex"`` for a DATA_HUB digest (SHA-1 as in d2l, or SHA-256)."""
+    algorithm = _DIGEST_ALGORITHMS.get(len(digest))
+    if algorithm is None or not re.fullmatch(r"[0-9a-fA-F]+", digest):
+        raise ValueError(f"DATA_HUB[{name!r}]: the digest must be 40 (SHA-1) or 64 (SHA-256) hex digits, "
+                         f"got {digest!r}")
+    return f"{algorithm}:{digest.lower()}"
+
+
+def _d2l_folder() -> Path:
+    """Where ``download`` keeps DATA_HUB files by default: ``cache_dir()/"d2l"``."""
+    return cache_dir() / "d2l"
+
+
+def download(name: str, cache_dir=None, *, progressbar: bool = True) -> str:
+    """Download the file registered as ``DATA_HUB[name] = (url, digest)`` and return its local
+    path (d2l's ``download``); a cached copy with the right digest is used as it is.
+
+    cache_dir: the folder to keep it in (default ``cache_dir()/"d2l"``; d2l's is ``../data``).
+    digest: hex SHA-1 (as d2l registers files) or SHA-256. Unlike d2l's, the download itself is
+    checked too: ChecksumError when the server sends a different file (nothing is kept), and
+    DatasetUnavailableError, saying where to copy the file by hand, when it cannot be fetched.
+    """
+    import pooch  # imported here: only a download needs it
+    import requests
+
+    if name not in DATA_HUB:
+        known = ", ".join(sorted(DATA_HUB)) or "none"
+        raise KeyError(f"download: {name!r} is not in DATA_HUB (registered: {known}); register it first "
+                       f"with DATA_HUB[{name!r}] = (url, sha1_hex)")
+    url, digest = DATA_HUB[name]
+    known_hash = _known_hash(name, digest)
+    folder = Path(cache_dir).expanduser() if cache_dir is not None else _d2l_folder()
+    fname = url.rsplit("/", 1)[-1]
+    try:
+        path = pooch.retrieve(url, known_hash=known_hash, fname=fname, path=folder,
+                              downloader=pooch.HTTPDownloader(progressbar=progressbar, timeout=30))
+    except ValueError as err:  # pooch: the downloaded file's hash differs; it was not kept
+        if "hash" not in str(err):
+            raise
+        raise ChecksumError(f"download: {url} does not have the {known_hash.split(':')[0].upper()} "
+                            f"registered in DATA_HUB[{name!r}], so it was not kept ({err}).") from None
+    except (requests.RequestException, OSError) as err:
+        raise DatasetUnavailableError(
+            f"download: {name!r} is not in {folder} and downloading {url} failed: {_reason(err)}.\n"
+            f"To work offline, copy the file to {folder / fname} (a copy with the registered digest "
+            "is used as it is)."
+        ) from None
+    return str(path)
+
+
+def download_extract(name: str, folder: str | None = None) -> str:
+    """Download ``DATA_HUB[name]`` (a .zip, .tar, .tar.gz or .tgz archive), unpack it beside the
+    download, and return the folder it unpacked to: ``folder`` inside the cache folder when
+    given, else the archive's path without its last extension (d2l's convention).
+    Tar members that would land outside the cache folder (absolute paths, ``..``) are refused."""
+    fname = download(name)
+    base_dir = os.path.dirname(fname)
+    data_dir, ext = os.path.splitext(fname)
+    if ext == ".zip":
+        with zipfile.ZipFile(fname) as archive:
+            archive.extractall(base_dir)
+    elif ext in (".tar", ".gz", ".tgz"):
+        with tarfile.open(fname) as archive:
+            archive.extractall(base_dir, filter="data")
+    else:
+        raise ValueError(f"download_extract: {fname} is not a .zip, .tar, .tar.gz or .tgz archive; "
+                         f"use download({name!r}) for a plain file")
+    return os.path.join(base_dir, folder) if folder else data_dir
+
+
+def download_all() -> list[str]:
+    """Download every file registered in ``DATA_HUB``; returns their local paths."""
+    return [download(name) for name in DATA_HUB]

@@ -1,7 +1,7 @@
 """Live training curves that work everywhere: ``Animator``.
 
-Drop-in for d2l's ``Animator`` (same arguments, ``add(x, y)``, attributes ``X``, ``Y``, ``fig``,
-``axes``), with these differences:
+Drop-in for d2l's ``Animator`` (same arguments, ``add(x, y)``, ``config_axes()``, attributes ``X``,
+``Y``, ``fig``, ``axes``), with these differences:
 
 - In a notebook (JupyterLab, VS Code) the plot is ONE output updated in place through a display
   handle, instead of d2l's display + ``clear_output`` (which also wipes the cell's prints).
@@ -17,6 +17,8 @@ Drop-in for d2l's ``Animator`` (same arguments, ``add(x, y)``, attributes ``X``,
   second, static copy at the end of the cell. It is made on first use, so a headless animator
   that is never drawn costs nothing but storing the points.
 - Any number of series (``fmts`` cycle); plots with several axes draw on ``axes[0]`` like d2l.
+
+Static plots (``plot``, ``show_images``) live in :mod:`d2lite.plotting`.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from pathlib import Path
 
 import torch
 
+from .plotting import set_axes
 from .unattended import headless
 
 __all__ = ["Animator", "live_display_available"]
@@ -132,7 +135,7 @@ class Animator:
             _hook_cell_end()
 
     def _figure(self):
-        """The figure, made (and its axes configured like d2l's ``set_axes``) on first use."""
+        """The figure, made (and its first axes configured with :func:`set_axes`) on first use."""
         if self._fig is None:
             from matplotlib.backends.backend_agg import FigureCanvasAgg
             from matplotlib.figure import Figure
@@ -147,17 +150,19 @@ class Animator:
                                           bottom=(0.4 + 0.25 * bool(o["xlabel"])) / height,
                                           right=1 - 0.2 / width, top=1 - 0.1 / height)
             self._axes = list(self._fig.subplots(o["nrows"], o["ncols"], squeeze=False).ravel())
-            ax = self._axes[0]
-            ax.set_xlabel(o["xlabel"])
-            ax.set_ylabel(o["ylabel"])
-            ax.set_xscale(o["xscale"])
-            ax.set_yscale(o["yscale"])
-            if o["xlim"] is not None:
-                ax.set_xlim(o["xlim"])
-            if o["ylim"] is not None:
-                ax.set_ylim(o["ylim"])
-            ax.grid()
+            self._configure(with_legend=False)  # no curves yet: the legend comes with the first
         return self._fig
+
+    def _configure(self, with_legend: bool) -> None:
+        o = self._layout
+        set_axes(self._axes[0], o["xlabel"], o["ylabel"], o["xlim"], o["ylim"], o["xscale"],
+                 o["yscale"], self.legend if with_legend else None)
+
+    def config_axes(self) -> None:
+        """Apply the labels, scales, limits, legend and grid given at creation to ``axes[0]``
+        again (d2l's ``config_axes``), e.g. after changing them on the axes by hand."""
+        self._figure()
+        self._configure(with_legend=bool(self._lines))
 
     # d2l code reads these attributes directly; bring the artists up to date first.
     @property
