@@ -171,7 +171,7 @@ def kernel_command(argv: list[str], *, workdir: Path | None, sockdir: Path | Non
         cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     size = str(limits.max_file_mb * 1024 * 1024)
     cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", size,
-            "--tmpfs", "/tmp"]
+            "--tmpfs", "/tmp", "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"]
     cmd += _parents(ro + rw)
     for d in ro:
         cmd += ["--ro-bind", str(d), str(d)]

@@ -125,6 +125,18 @@ def test_tmp_is_small(kernel):
     assert run.status == "error" and "No space left" in run.error, run.error
 
 
+def test_shared_memory_is_a_private_small_tmpfs(kernel):
+    """DataLoader workers and torch.multiprocessing need /dev/shm; the host's stays untouched."""
+    name = f"course-grader-shm-probe-{os.getpid()}"
+    run = kernel.run(f"open('/dev/shm/{name}', 'wb').write(b'x' * 1024)\n"
+                     "import os; print(os.listdir('/dev/shm'))")
+    assert run.status == "ok", run.error
+    assert name in text(run)
+    assert not (Path("/dev/shm") / name).exists()
+    big = kernel.run("for n in range(3):\n    open(f'/dev/shm/f{n}', 'wb').write(b'x' * 3 * 1024**2)")
+    assert big.status == "error" and "No space left" in big.error, big.error
+
+
 def test_output_flood_is_capped_in_bytes(kernel):
     lines = kernel.run("for i in range(200_000):\n    print(i)")
     line = kernel.run("print('x' * 5_000_000)")
