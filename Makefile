@@ -1,14 +1,16 @@
 # Every target sets up what it needs: a virtualenv in .venv, installs pinned by constraints.txt,
-# and the Debian packages listed in DEBIAN_PACKAGES (installed with apt-get when missing).
+# and the Debian packages a target needs (installed with apt-get when missing): bubblewrap for
+# grading, Chromium for the browser test only.
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-DEBIAN_PACKAGES ?= bubblewrap chromium
+SANDBOX_PACKAGES ?= bubblewrap  # grading kernels run under bubblewrap (demo, test, bench)
+BROWSER_PACKAGES ?= chromium    # only the browser test (part of make test) drives a browser
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup sysdeps test test-fast notebooks demo lab instructor-lab bench clean
+.PHONY: help setup sandbox-deps browser-deps test test-fast notebooks demo lab instructor-lab bench clean
 
 help:
 	@echo "make demo   - run the instructor pipeline on the bundled example class"
@@ -16,7 +18,7 @@ help:
 	@echo "make lab    - JupyterLab on the released student notebooks"
 	@echo "make bench  - benchmarks; results go to benchmarks/RESULTS.md"
 
-setup: $(STAMP) sysdeps
+setup: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	@python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed (nbgrader 0.9.6 requires it); found " + sys.version.split()[0])'
@@ -26,10 +28,13 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
 	touch $@
 
-sysdeps:
-	@bash scripts/ensure-debian-packages $(DEBIAN_PACKAGES)
+sandbox-deps:
+	@bash scripts/ensure-debian-packages $(SANDBOX_PACKAGES)
 
-test: setup
+browser-deps:
+	@bash scripts/ensure-debian-packages $(BROWSER_PACKAGES)
+
+test: setup sandbox-deps browser-deps
 	$(PY) -m pytest tests
 	# The course notebooks on the bundled data set, twice. nbconvert executes a copy of course/;
 	# nbval then re-runs that copy top to bottom and compares every `# NBVAL_CHECK_OUTPUT` cell with
@@ -41,16 +46,16 @@ test: setup
 	# The course quality gate: solutions full marks, releases zero, no vacuous test, no leak.
 	D2LITE_DATASET=mnist5k $(PY) -m grader check course --workers 2 --quiet
 
-demo: setup
+demo: setup sandbox-deps
 	D2LITE_DATASET=mnist5k $(PY) -m grader demo --workers 2
 
 lab: setup
 	$(PY) -m grader lab
 
-instructor-lab: setup
+instructor-lab: setup sandbox-deps
 	$(PY) -m grader lab --instructor
 
-bench: setup
+bench: setup sandbox-deps
 	$(PY) benchmarks/run.py
 
 clean:

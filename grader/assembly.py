@@ -17,8 +17,9 @@ from pathlib import Path
 
 from .config import nbgrader_api, write_config
 from .course import is_support_file
+from .invocation import command
 
-__all__ = ["DEFAULT_ROOT", "GraderError", "course_notebooks", "check_root", "build", "release",
+__all__ = ["DEFAULT_ROOT", "GraderError", "course_notebooks", "check_root", "build", "release", "exchange_root",
            "assignments", "source_notebook", "released_notebook"]
 
 DEFAULT_ROOT = Path("build/course")
@@ -52,6 +53,7 @@ def build(root: Path, course: Path = Path("course")) -> list[str]:
     """Create/refresh the nbgrader course at ``root`` from the course notebooks; return assignment ids."""
     root = check_root(root, course)
     write_config(root)
+    exchange_root(root).mkdir(exist_ok=True)  # nbgrader logs "Unwritable directory" until it exists
     ids = []
     for notebook in course_notebooks(course):
         assignment = notebook.stem
@@ -78,7 +80,7 @@ def assignments(root: Path) -> list[str]:
     """Assignment ids of a built course, in order."""
     source = root / "source"
     if not source.is_dir():
-        raise GraderError(f"{root} is not a built course (no source/ folder); run `course-grader build` first")
+        raise GraderError(f"{root} is not a built course (no source/ folder); run `{command('build')}` first")
     return sorted(p.name for p in source.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
 
 
@@ -91,7 +93,9 @@ def released_notebook(root: Path, assignment: str) -> Path:
 
 
 def release(root: Path, selected: list[str] | None = None) -> list[Path]:
-    """nbgrader's generate_assignment for each assignment; fills the gradebook with its cells."""
+    """nbgrader's generate_assignment for each assignment (fills the gradebook with its cells), then
+    its release_assignment: the exchange's outbound folder, where nbgrader's assignment list finds
+    the assignment."""
     api = nbgrader_api(root)
     out = []
     for assignment in selected or assignments(root):
@@ -99,5 +103,16 @@ def release(root: Path, selected: list[str] | None = None) -> list[Path]:
         if not result.get("success"):
             log = (result.get("error") or "") + (result.get("log") or "")
             raise GraderError(f"nbgrader could not generate the student version of {assignment}:\n{log[-3000:]}")
+        api.unrelease(assignment)  # nbgrader refuses to overwrite an earlier release
+        shared = api.release_assignment(assignment)
+        if not shared.get("success"):
+            log = (shared.get("error") or "") + (shared.get("log") or "")
+            raise GraderError(f"nbgrader could not put {assignment} into the exchange "
+                              f"({exchange_root(root)}):\n{log[-3000:]}")
         out.append(released_notebook(root, assignment))
     return out
+
+
+def exchange_root(root: Path) -> Path:
+    """The course's local nbgrader exchange (``c.Exchange.root`` in its nbgrader_config.py)."""
+    return root / "exchange"

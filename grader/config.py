@@ -39,13 +39,26 @@ c.LimitOutput.max_lines = 1000
 c.LimitOutput.max_traceback = 100
 # Students see this where their answer goes.
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
-# Feedback never shows hidden test source, nor tracebacks that quote it (needs this course's
-# `grader` package importable: run nbgrader from the course's virtualenv).
-from grader.feedback import HideHiddenTests  # noqa: E402
+# This course's graded tests record values that its `grader` package compares, and its feedback
+# hides hidden tests with it. Without that package, nbgrader would drop this whole file, score
+# every solution 0 and put hidden tests into feedback: refuse instead.
+try:
+    from grader.feedback import HideHiddenTests  # noqa: E402
+    from grader.stock import autograde_preprocessors  # noqa: E402
+except ImportError as missing:
+    raise SystemExit(
+        "nbgrader_config.py of course {course_id!r}: the course's `grader` package is not importable "
+        f"here ({{missing}}). Install the course's `d2lite-course` distribution (it provides `grader` "
+        "and `d2lite`) into the Python that runs nbgrader: in a clone of the course, "
+        "`pip install torch==2.13.0 -e .` (see the README, 'Images'). Refusing to run without it: hidden tests would leak "
+        "into feedback and every answer would be misgraded.") from None
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import GetGrades  # noqa: E402
 
 c.GenerateFeedback.preprocessors = [HideHiddenTests, GetGrades, CSSHTMLHeaderPreprocessor]
+# Stock `nbgrader autograde` compares recorded values with the solution's, as course-grader does.
+c.Autograde.autograde_preprocessors = autograde_preprocessors()
+c.CheckRecords.course_root = os.path.dirname(os.path.abspath(__file__))
 '''
 
 

@@ -17,6 +17,7 @@ from traitlets import Bool
 from .assembly import GraderError
 from .course import HIDDEN_BEGIN, is_test, nbgrader_meta, strip_hidden
 from .execute import TestResult, verdict_line
+from .invocation import command
 
 __all__ = ["HideHiddenTests", "feedback"]
 
@@ -61,7 +62,7 @@ def feedback(root: Path, assignments: list[str] | None = None, students: list[st
     api = nbgrader_api(root)
     done = outcomes(root, assignments, students)
     if not done:
-        raise GraderError(f"nothing graded yet in {root}; run `course-grader autograde` first")
+        raise GraderError(f"nothing graded yet in {root}; run `{command('autograde')}` first")
     written = []
     pairs = sorted({(o.assignment, o.student if students else None) for o in done}, key=str)
     for assignment, student in pairs:  # one nbgrader run per assignment unless students were chosen

@@ -12,11 +12,21 @@ import shutil
 import sys
 from pathlib import Path
 
-from .assembly import assignments, build, release
+from .assembly import assignments, build, exchange_root, release
+from .config import COURSE_ID
+from .invocation import command
 
-__all__ = ["STUDENT_DIR", "student_copies", "run_lab"]
+__all__ = ["STUDENT_DIR", "student_copies", "student_config", "run_lab"]
 
 STUDENT_DIR = Path("build/student")
+STUDENT_CONFIG = """\
+# nbgrader's student side (assignment list, Validate button) for `make lab`, written by course-grader.
+# It imports nothing of the course: a student's environment needs only d2lite, torch and jupyterlab.
+c = get_config()  # noqa: F821
+c.CourseDirectory.course_id = {course_id!r}
+c.CourseDirectory.root = {root!r}  # fetched assignments land here, inside the lab's root folder
+c.Exchange.root = {exchange!r}
+"""
 
 
 def student_copies(root: Path, course: Path, target: Path = STUDENT_DIR) -> list[Path]:
@@ -33,6 +43,17 @@ def student_copies(root: Path, course: Path, target: Path = STUDENT_DIR) -> list
     return made
 
 
+def student_config(course_root: Path, target: Path = STUDENT_DIR) -> Path:
+    """Write ``target/nbgrader_config.py`` for a lab started in ``target``: the course's exchange,
+    and a course directory under the server's root (nbgrader logs an error otherwise)."""
+    path = target / "nbgrader_config.py"
+    target.mkdir(parents=True, exist_ok=True)
+    path.write_text(STUDENT_CONFIG.format(course_id=COURSE_ID, root=str(target.resolve()),
+                                          exchange=str(exchange_root(course_root.resolve()))),
+                    encoding="utf-8")
+    return path
+
+
 def run_lab(root: Path, *, instructor: bool = False, course: Path = Path("course")) -> int:
     jupyter = str(Path(sys.executable).parent / "jupyter")
     if instructor:
@@ -45,8 +66,10 @@ def run_lab(root: Path, *, instructor: bool = False, course: Path = Path("course
     else:
         for folder in student_copies(root, course):
             print(f"new copy of the released notebook in {folder}/")
-        print(f"student lab on {STUDENT_DIR}/ (released notebooks; run `course-grader validate NB` to self-check)")
-        args = [jupyter, "lab", f"--ServerApp.root_dir={STUDENT_DIR.resolve()}"]
+        print(f"student lab on {STUDENT_DIR}/ (released notebooks; run `{command('validate NB')}` to self-check)")
+        student_config(root)
+        os.chdir(STUDENT_DIR)  # nbgrader reads ./nbgrader_config.py
+        args = [jupyter, "lab", f"--ServerApp.root_dir={Path.cwd()}"]
     if os.geteuid() == 0:  # Jupyter refuses root without it (containers, CI machines)
         args.append("--allow-root")
     os.execv(args[0], args)

@@ -6,8 +6,9 @@
     ### END HIDDEN TESTS
 
 Outside grading this does nothing but return ``value``. While the grader executes a
-notebook (it sets ``COURSE_GRADER_RECORD=1`` in the kernel's environment), it publishes the
-value as a display output of MIME type :data:`MIME_TYPE`. The grader compares each value with
+notebook (it sets ``COURSE_GRADER_RECORD=1`` in the kernel's environment), or stock
+``nbgrader autograde`` does (``NBGRADER_EXECUTION=autograde``; :mod:`grader.stock` compares), it
+publishes the value as a display output of MIME type :data:`MIME_TYPE`. The grader compares each value with
 the one the same test cell recorded when it ran the instructor's solution, in its own process,
 using the tolerances of *that* trusted run: what a student's kernel says about tolerances, or
 about having passed, is never used. See ``grader/THREAT_MODEL.md``.
@@ -44,7 +45,7 @@ def record(key: str, value: T, what: str = "", *, rtol: float = 0.0, atol: float
         raise ValueError("record() takes the description `what` as a string")
     if rtol < 0 or atol < 0:
         raise ValueError("record() tolerances must be >= 0")
-    if os.environ.get(ENV_FLAG) == "1":
+    if os.environ.get(ENV_FLAG) == "1" or os.environ.get("NBGRADER_EXECUTION") == "autograde":
         payload = {"key": key, "value": encode(value), "what": what, "rtol": float(rtol), "atol": float(atol)}
         from IPython.display import display
 

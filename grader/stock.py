@@ -1,0 +1,103 @@
+"""Stock ``nbgrader autograde`` on this course: the same comparison course-grader makes.
+
+A graded test cell's hidden part only *records* what the student's code computed
+(:func:`grader.record.record`); it asserts nothing. Under stock nbgrader a cell scores full marks
+when it raises nothing, so without help every recorded value would pass. ``nbgrader_config.py``
+puts :class:`CheckRecords` right after nbgrader's ``Execute`` step: it compares each graded test
+cell's records with the reference values of the instructor's solution
+(``references/<assignment>.json``, computed once and reused, exactly as ``course-grader autograde``
+does) and gives every cell that does not match an error output, which nbgrader scores 0. A test cell's
+stderr text becomes stdout: stock nbgrader would score a warning as a failure, course-grader does not.
+
+Stock nbgrader runs students' code unsandboxed in a kernel that can read and change what the
+grading process sees; course-grader is the tamper-proof path (``grader/THREAT_MODEL.md``).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+from nbconvert.preprocessors import Preprocessor
+from traitlets import Bool, Unicode
+
+from .course import is_test, nbgrader_meta
+from .record import MIME_TYPE
+from .references import References, sha256_of
+from .verdicts import check_records, test_reason
+from .invocation import command
+
+__all__ = ["CheckRecords", "autograde_preprocessors", "ERROR_NAME"]
+
+ERROR_NAME = "RecordedValueMismatch"
+
+
+def autograde_preprocessors() -> list:
+    """nbgrader's own autograde steps with :class:`CheckRecords` right after ``Execute``."""
+    from nbgrader.converters import Autograde
+    from nbgrader.preprocessors import Execute
+
+    steps = list(Autograde.class_traits()["autograde_preprocessors"].default())
+    return steps[: steps.index(Execute) + 1] + [CheckRecords] + steps[steps.index(Execute) + 1:]
+
+
+class CheckRecords(Preprocessor):
+    """Turn each graded test cell whose records differ from the solution's into an error."""
+
+    enabled = Bool(True, help="nbconvert runs a preprocessor only when enabled").tag(config=True)
+    course_root = Unicode("", help="the course directory (holds source/ and references/)").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        assignment = (resources.get("nbgrader") or {}).get("assignment")
+        notebook = (resources.get("nbgrader") or {}).get("notebook")
+        if not self.course_root or not assignment or not notebook:
+            raise RuntimeError("CheckRecords needs the course directory (c.CheckRecords.course_root "
+                               "in nbgrader_config.py) and nbgrader's assignment name; without them "
+                               "no graded test could be scored")
+        references = self.references(Path(self.course_root), assignment, notebook)
+        for cell in nb.cells:
+            if cell.cell_type == "code" and is_test(cell):
+                self.check_cell(cell, references.cells.get(nbgrader_meta(cell).get("grade_id", "")))
+        return nb, resources
+
+    def references(self, root: Path, assignment: str, notebook: str) -> References:
+        """The solution's recorded values, computed now when missing or older than the source."""
+        from .execute import save_reference
+        from .sandbox import Limits, sandbox_status
+
+        source = root / "source" / assignment / f"{notebook}.ipynb"
+        target = root / "references" / f"{assignment}.json"
+        try:
+            cached = References.load(target)
+            if cached.source_sha256 == sha256_of(source):
+                return cached
+        except (OSError, ValueError):
+            pass
+        if not sandbox_status()[0]:
+            raise RuntimeError(f"no up-to-date reference values in {target} and bubblewrap is not "
+                               "available to compute them: run "
+                               f"`{command('autograde ' + assignment)}` once on a grading machine (or apt-get install bubblewrap)")
+        self.log.info("Running the solution of %s once for its reference values", assignment)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return save_reference(source, target, limits=Limits())
+
+    @staticmethod
+    def check_cell(cell, expected: dict | None) -> None:
+        payloads = [json.loads(json.dumps(o["data"][MIME_TYPE])) for o in cell.outputs  # plain types
+                    if o.get("output_type") == "display_data" and MIME_TYPE in o.get("data", {})]
+        cell.outputs = [o for o in cell.outputs
+                        if not (o.get("output_type") == "display_data" and MIME_TYPE in o.get("data", {}))]
+        for output in cell.outputs:  # a warning is not a failure (course-grader agrees); nbgrader
+            if output.get("output_type") == "stream" and output.get("name") == "stderr":
+                output["name"] = "stdout"  # scores any stderr text 0: keep the text, not the penalty
+        if any(o.get("output_type") == "error" for o in cell.outputs):
+            return  # nbgrader already scores it 0
+        if expected is None:
+            reason = "This test could not be graded (no reference values)."
+        else:
+            ok, why = check_records(expected, payloads)
+            if ok:
+                return
+            reason = test_reason("failed", "hidden", "", why)
+        cell.outputs.append(nbformat.v4.new_output("error", ename=ERROR_NAME, evalue=reason,
+                                                   traceback=[f"{ERROR_NAME}: {reason}"]))
