@@ -41,7 +41,8 @@ test: setup sandbox-deps browser-deps
 	# the first run (the committed notebooks carry no outputs to compare with).
 	rm -rf build/nbval && mkdir -p build/nbval && cp -r course build/nbval/
 	D2LITE_DATASET=mnist5k $(PY) -m jupyter nbconvert --to notebook --execute --inplace --allow-errors \
-		--ExecutePreprocessor.timeout=600 --log-level=WARN build/nbval/course/*.ipynb
+		--ExecutePreprocessor.timeout=600 --KernelManager.transport=ipc --log-level=WARN \
+		build/nbval/course/*.ipynb
 	D2LITE_DATASET=mnist5k $(PY) -m pytest --nbval-lax --nbval-cell-timeout=600 -p no:cacheprovider build/nbval/course
 	# The course quality gate: solutions full marks, releases zero, no vacuous test, no leak.
 	D2LITE_DATASET=mnist5k $(PY) -m grader check course --workers 2 --quiet

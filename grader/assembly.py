@@ -19,7 +19,7 @@ from .config import nbgrader_api, write_config
 from .course import is_support_file
 from .invocation import command
 
-__all__ = ["DEFAULT_ROOT", "GraderError", "course_notebooks", "check_root", "build", "release", "exchange_root",
+__all__ = ["DEFAULT_ROOT", "GraderError", "course_folder", "course_notebooks", "check_root", "build", "release", "exchange_root",
            "assignments", "source_notebook", "released_notebook"]
 
 DEFAULT_ROOT = Path("build/course")
@@ -39,6 +39,21 @@ def course_notebooks(course: Path) -> list[Path]:
     return found
 
 
+def course_folder(given: Path | None = None) -> Path:
+    """The folder of source notebooks: ``given``; else ``./course``; else the ``course/`` folder of
+    the checkout this package was installed from (so an installed command works anywhere)."""
+    if given is not None:
+        if not given.exists():
+            raise GraderError(f"the course folder {given} does not exist; pass --course with the folder "
+                              "that holds the source notebooks (NN_name.ipynb)")
+        return given
+    for candidate in (Path("course"), Path(__file__).resolve().parent.parent / "course"):
+        if candidate.is_dir() and any(candidate.glob("*.ipynb")):
+            return candidate
+    raise GraderError("no course notebooks in ./course; pass --course with the folder that holds the "
+                      "source notebooks (NN_name.ipynb)")
+
+
 def check_root(root: Path, course: Path) -> Path:
     """Refuse a course directory inside the source folder (it would mix solutions into releases)."""
     root, course = root.resolve(), course.resolve()
@@ -49,8 +64,9 @@ def check_root(root: Path, course: Path) -> Path:
     return root
 
 
-def build(root: Path, course: Path = Path("course")) -> list[str]:
+def build(root: Path, course: Path | None = None) -> list[str]:
     """Create/refresh the nbgrader course at ``root`` from the course notebooks; return assignment ids."""
+    course = course_folder(course)
     root = check_root(root, course)
     write_config(root)
     exchange_root(root).mkdir(exist_ok=True)  # nbgrader logs "Unwritable directory" until it exists

@@ -78,12 +78,13 @@ def _reference_job(source: str, target: str, limits, unsafe: bool) -> float:
     return save_reference(Path(source), Path(target), limits=limits, unsafe=unsafe).seconds
 
 
-def _grade_job(source: str, submission: str | None, references: str, limits, unsafe: bool) -> dict:
+def _grade_job(source: str, submission: str | None, references: str, limits, unsafe: bool,
+               missing: str = "") -> dict:
     from .execute import grade
 
     with tempfile.TemporaryDirectory(prefix="submission-") as workdir:
         result = grade(Path(source), Path(submission) if submission else None, References.load(Path(references)),
-                       workdir=Path(workdir), limits=limits, unsafe=unsafe)
+                       workdir=Path(workdir), limits=limits, unsafe=unsafe, missing=missing)
     return {"tests": [asdict(t) for t in result.tests.values()], "problems": list(result.problems),
             "notebook": nbformat.writes(result.notebook)}
 
@@ -196,6 +197,7 @@ def autograde(root: Path, *, assignments: list[str] | None = None, students: lis
     if not (isolated or unsafe):  # refuse early, with the reason, before any work
         raise SandboxUnavailable(f"cannot isolate student code: {why}. To grade without isolation anyway "
                                  "(only for code you trust), pass --unsafe.")
+    _require_submissions(root, students)
     api = nbgrader_api(root)  # also puts alembic on PATH
     db_url, course_id = api.coursedir.db_url, load_config(root).CourseDirectory.course_id
     with Gradebook(db_url, course_id) as gb:
@@ -215,6 +217,21 @@ def autograde(root: Path, *, assignments: list[str] | None = None, students: lis
                                         f"graded (the other assignments were): {why}"
                                         for assignment, why in failed.items()), outcomes(root, names, students))
     return outcomes(root, names, students)
+
+
+def _require_submissions(root: Path, students: list[str] | None) -> None:
+    """Refuse, saying what to run, when there is nothing (or nothing of ``students``) to grade."""
+    from .invocation import command
+
+    submitted = root / "submitted"
+    present = {p.name for p in submitted.iterdir() if p.is_dir()} if submitted.is_dir() else set()
+    if not present:
+        raise GraderError(f"nothing collected in {submitted}: run `{command('collect INBOX')}` first "
+                          "(INBOX holds one folder or zip per student, or is an nbgrader exchange)")
+    unknown = sorted(set(students or []) - present)
+    if unknown:
+        raise GraderError(f"no submission collected for {', '.join(map(repr, unknown))} in {submitted}; "
+                          "check the spelling, or collect their work first")
 
 
 def _run_batch(root: Path, todo: list[tuple[str, str]], *, workers: int, limits, unsafe: bool, progress: bool,
@@ -239,8 +256,9 @@ def _run_batch(root: Path, todo: list[tuple[str, str]], *, workers: int, limits,
                 return pool.submit(_reference_job, str(source), str(paths[job[1]]), limits, unsafe)
             _, student, assignment = job
             sub = root / "submitted" / student / assignment / f"{assignment}.ipynb"
+            rejected = _rejections(sub.parent)  # collect kept no notebook: its reason is the only one
             return pool.submit(_grade_job, str(source_notebook(root, assignment)), str(sub) if sub.exists() else None,
-                               str(paths[assignment]), limits, unsafe)
+                               str(paths[assignment]), limits, unsafe, "" if sub.exists() else " ".join(rejected))
 
         def finish(job: tuple[str, ...], future) -> None:
             if job[0] == "reference":
@@ -259,7 +277,9 @@ def _run_batch(root: Path, todo: list[tuple[str, str]], *, workers: int, limits,
                 raise
             except Exception as error:  # noqa: BLE001 - the engine itself failed: zero, with the reason
                 result = _failed(root, assignment, f"grading failed: {type(error).__name__}: {error}")
-            _save(root, gb, student, assignment, result, _rejections(root / "submitted" / student / assignment))
+            submission = root / "submitted" / student / assignment
+            _save(root, gb, student, assignment, result,
+                  _rejections(submission) if (submission / f"{assignment}.ipynb").exists() else [])
             if bar:
                 bar.set_postfix_str(f"{student} / {assignment}", refresh=False)
                 bar.update()
@@ -291,7 +311,8 @@ def _progress(total: int):
 
 def _rejections(submission: Path) -> list[str]:
     try:
-        return [f"at collect: {why}" for why in json.loads((submission / REJECTED_FILE).read_text()).values()]
+        return [f"at collect: {why}" for why in json.loads((submission / REJECTED_FILE).read_text()).values()
+                if isinstance(why, str)]
     except (OSError, ValueError):
         return []
 
@@ -320,12 +341,15 @@ def outcomes(root: Path, names: list[str] | None = None, students: list[str] | N
     return found
 
 
-def grade_table(root: Path, results: list[Outcome]) -> str:
-    """Student x assignment scores; then what needs attention, and each submission's failed tests."""
+def grade_table(root: Path, results: list[Outcome], students: list[str] | None = None) -> str:
+    """Student x assignment scores; then what needs attention, and each submission's failed tests.
+
+    students: only these rows (``autograde --student``); by default everyone collected."""
     names = sorted({o.assignment for o in results}) or course_assignments(root)
     submitted = root / "submitted"
     folders = {p.name for p in submitted.iterdir() if p.is_dir()} if submitted.is_dir() else set()
-    students = sorted({o.student for o in results} | folders)
+    students = sorted(({o.student for o in results} | folders) & set(students)) if students else \
+        sorted({o.student for o in results} | folders)
     by = {(o.student, o.assignment): o for o in results}
     width = max([len("student"), *map(len, students)])
     lines = ["student".ljust(width) + "".join(f"  {n:>14}" for n in names)]

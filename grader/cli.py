@@ -11,6 +11,8 @@ from .assembly import DEFAULT_ROOT, GraderError
 
 __all__ = ["main"]
 
+COURSE_HELP = "the folder of source notebooks (default: ./course, else the course/ folder of this checkout)"
+
 
 def _limits(args):
     from .sandbox import Limits
@@ -56,9 +58,9 @@ def cmd_autograde(args) -> int:
                              workers=args.workers, force=args.force, limits=_limits(args), unsafe=args.unsafe,
                              progress=not args.quiet)
     except ReferenceFailed as failure:  # show what was graded, then the error (and a failing exit status)
-        print(grade_table(args.root, failure.outcomes))
+        print(grade_table(args.root, failure.outcomes, args.student or None))
         raise
-    print(grade_table(args.root, outcomes))
+    print(grade_table(args.root, outcomes, args.student or None))
     return 0
 
 
@@ -82,7 +84,19 @@ def cmd_validate(args) -> int:
     import tempfile
 
     from .execute import validate
+    from .invocation import command
 
+    if args.path.is_dir():
+        inside = sorted(p.name for p in args.path.glob("*.ipynb"))
+        example = f"{args.path / inside[0]}" if inside else f"{args.path}/NOTEBOOK.ipynb"
+        print(f"{args.path} is a folder; validate one notebook in it"
+              + (f" ({', '.join(inside)})" if inside else " (it holds no .ipynb file)")
+              + f": `{command('validate ' + _quoted(example))}`")
+        return 2
+    if not args.path.is_file():
+        print(f"{args.path} does not exist; pass the path of your notebook, e.g. "
+              f"`{command('validate build/student/01_tensors/01_tensors.ipynb')}`")
+        return 2
     failed = 0
     with tempfile.TemporaryDirectory(prefix="validate-") as workdir:
         try:
@@ -95,18 +109,27 @@ def cmd_validate(args) -> int:
         failed += not ok
         print(f"{'PASS' if ok else 'FAIL'}  {result.grade_id}: {result.reason}")
     if not results:
-        print("no graded test cells found in this notebook")
+        print("no graded test cells found in this notebook: the locked test cells under each exercise "
+              "(they carry nbgrader's metadata) were deleted, or the answers were pasted into a new "
+              "notebook. Get a fresh copy of the released notebook, copy your answers into its "
+              "answer cells, and validate that copy.")
         return 2
     print(f"{len(results) - failed}/{len(results)} visible checks pass"
           + ("" if not failed else "; fix the failing exercises and validate again"))
     return 1 if failed else 0
 
 
+def _quoted(path: str) -> str:
+    import shlex
+
+    return shlex.quote(path)
+
+
 def cmd_check(args) -> int:
-    from .assembly import course_notebooks
+    from .assembly import course_folder, course_notebooks
     from .gate import check_notebooks
 
-    paths = [nb for p in (args.paths or [Path("course")]) for nb in course_notebooks(p)]
+    paths = [nb for p in (args.paths or [course_folder()]) for nb in course_notebooks(p)]
     start = time.monotonic()
     say = (lambda msg: print(f"  ... {msg}", flush=True)) if not args.quiet else None
     reports = check_notebooks(paths, workers=args.workers, limits=_limits(args), unsafe=args.unsafe, progress=say,
@@ -125,7 +148,8 @@ def cmd_demo(args) -> int:
     from .demo import run_demo
 
     root = Path("build/demo") if args.root == DEFAULT_ROOT else args.root
-    return run_demo(root, workers=args.workers, unsafe=args.unsafe, limits=_limits(args), everything=args.all)
+    return run_demo(root, workers=args.workers, unsafe=args.unsafe, limits=_limits(args), everything=args.all,
+                    course=args.course)
 
 
 def cmd_lab(args) -> int:
@@ -154,10 +178,10 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--quiet", action="store_true", help="no progress output")
 
     p = command("build", cmd_build, "assemble the nbgrader course directory from course/*.ipynb")
-    p.add_argument("--course", type=Path, default=Path("course"))
+    p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
     p = command("release", cmd_release, "generate the student versions (nbgrader generate_assignment)")
     p.add_argument("assignment", nargs="*")
-    p.add_argument("--course", type=Path, default=Path("course"))
+    p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
     p.add_argument("--build", action="store_true", help="rebuild from the course notebooks first")
     p = command("collect", cmd_collect, "import submissions: one folder or zip per student, or an nbgrader exchange")
     p.add_argument("inbox", type=Path)
@@ -182,10 +206,11 @@ def parser() -> argparse.ArgumentParser:
     grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)))
     p = command("demo", cmd_demo, "build, release, grade the bundled example class, write feedback and CSV")
     p.add_argument("--all", action="store_true", help="every notebook (default: the first two, a few minutes)")
+    p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
     grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)))
     p = command("lab", cmd_lab, "JupyterLab on the released student notebooks (--instructor: sources + formgrader)")
     p.add_argument("--instructor", action="store_true")
-    p.add_argument("--course", type=Path, default=Path("course"))
+    p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
     return top
 
 

@@ -115,8 +115,9 @@ def _store(root: Path, student: str, assignment: str, notebook: Path, when: date
     try:
         nbformat.read(str(notebook), as_version=4)
     except Exception as error:
-        first = (str(error).strip().splitlines() or [""])[0][:120]
-        reason = f"unreadable notebook {notebook.name} ({type(error).__name__}: {first})"
+        reason = (f"{notebook.name} is not a readable notebook (damaged or not notebook JSON: "
+                  f"{type(error).__name__}); ask for it again, downloaded from JupyterLab "
+                  "(File > Download)")
         report.rejected.append(Rejected(f"{who}/{notebook.name}", reason))
         (target / REJECTED_FILE).write_text(json.dumps({f"{assignment}.ipynb": reason}), encoding="utf-8")
     else:

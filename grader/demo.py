@@ -67,7 +67,7 @@ def example_class(root: Path, inbox: Path, names: list[str]) -> list[str]:
 
 
 def run_demo(root: Path, *, workers: int = 2, unsafe: bool = False, limits=None, everything: bool = False,
-             course: Path = Path("course")) -> int:
+             course: Path | None = None) -> int:
     """Build, release, collect the example class, autograde, feedback, export; print where it all is."""
     from .batch import autograde, grade_table
     from .collect import collect

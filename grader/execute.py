@@ -138,8 +138,11 @@ def save_reference(source: Path, target: Path, *, limits: Limits = Limits(),
 
 
 def grade(source: Path, submission: Path | None, references: References, *, workdir: Path,
-          limits: Limits = Limits(), unsafe: bool = False) -> NotebookResult:
-    """Grade ``submission`` against the trusted ``source``; never raises for a bad submission."""
+          limits: Limits = Limits(), unsafe: bool = False, missing: str = "") -> NotebookResult:
+    """Grade ``submission`` against the trusted ``source``; never raises for a bad submission.
+
+    missing: why there is no submission (``submission`` None), e.g. collect's reason for rejecting
+    the upload; the default says that nothing was submitted."""
     sandboxed = _require_sandbox(unsafe)
     _check_workdir(source, workdir)
     trusted = nbformat.read(str(source), as_version=4)
@@ -147,6 +150,8 @@ def grade(source: Path, submission: Path | None, references: References, *, work
     if references.source_sha256 and references.source_sha256 != sha256_of(source):
         problems.append("the source notebook changed after the reference run; run it again")
     cells, why = read_submission(submission)
+    if submission is None and missing:
+        why = missing
     merged: Merged = merge(trusted, cells)
     problems += merged.problems if cells is not None else []
     tests = {}

@@ -12,7 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .assembly import assignments, build, exchange_root, release
+from .assembly import assignments, build, course_folder, exchange_root, release
 from .config import COURSE_ID
 from .invocation import command
 
@@ -29,7 +29,7 @@ c.Exchange.root = {exchange!r}
 """
 
 
-def student_copies(root: Path, course: Path, target: Path = STUDENT_DIR) -> list[Path]:
+def student_copies(root: Path, course: Path | None, target: Path = STUDENT_DIR) -> list[Path]:
     """Release when needed, then copy each released assignment that the student does not have yet."""
     if not (root / "release").is_dir() or not any((root / "release").glob("*/*.ipynb")):
         build(root, course)
@@ -54,13 +54,14 @@ def student_config(course_root: Path, target: Path = STUDENT_DIR) -> Path:
     return path
 
 
-def run_lab(root: Path, *, instructor: bool = False, course: Path = Path("course")) -> int:
+def run_lab(root: Path, *, instructor: bool = False, course: Path | None = None) -> int:
     jupyter = str(Path(sys.executable).parent / "jupyter")
     if instructor:
         if not (root / "source").is_dir():
             build(root, course)
         here, root = Path.cwd(), root.resolve()
-        print(f"instructor lab: sources in {course}/, the nbgrader course in {root} (Nbgrader > Formgrader)")
+        print(f"instructor lab: sources in {course_folder(course)}/, the nbgrader course in {root} "
+              "(Nbgrader > Formgrader)")
         os.chdir(root)  # formgrader reads ./nbgrader_config.py
         args = [jupyter, "lab", f"--ServerApp.root_dir={here}", f"--CourseDirectory.root={root}"]
     else:

@@ -110,7 +110,7 @@ def test_collect_folders_zips_renamed_and_unreadable(released, tmp_path):
     report = collect(released, inbox)
     assert sorted(i.student for i in report.imported) == sorted(["broken", "renamer", "zipped student", "Zoë Ñ"])
     rejected = {r.where: r.reason for r in report.rejected}
-    assert "unreadable notebook" in rejected["broken/01_fixture.ipynb"]
+    assert "is not a readable notebook" in rejected["broken/01_fixture.ipynb"]
     assert "outside the archive" in rejected["slip.zip"]
     submitted = released / "submitted"
     assert (submitted / "renamer" / "01_fixture" / "01_fixture.ipynb").exists()

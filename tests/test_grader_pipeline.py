@@ -68,7 +68,11 @@ def test_scores_follow_the_answers(graded):
     assert _scores(results) == EXPECTED
     by = {o.student: o for o in results}
     assert {t["grade_id"]: t["status"] for t in by["dan"].tests}["test_pairwise"] in ("failed", "error")
-    assert any("unreadable notebook" in p for p in by["carol"].problems)
+    # a corrupt upload: one reason, collect's, saying what to do; no raw JSON, no contradiction
+    carol = [p for p in by["carol"].problems]
+    assert len(carol) == 1 and "is not a readable notebook" in carol[0] and "File > Download" in carol[0]
+    assert '{"cells"' not in carol[0]
+    assert {t["reason"] for t in by["carol"].tests} == {carol[0][0].upper() + carol[0][1:] + "."}
     table = grade_table(root, results)
     assert "Zoë Ñ" in table and "6/6" in table and "needs attention:" in table and "carol / 01_fixture" in table
 
@@ -149,6 +153,40 @@ def test_validate_exit_codes(graded, tmp_path, capsys):
     assert main(["validate", str(broken)]) == 2
 
 
+def test_validate_says_what_to_pass_instead(graded, tmp_path, capsys):
+    """A folder names the notebooks inside; a notebook without test cells says why and what to do."""
+    root, _ = graded
+    assert main(["validate", str(root / "release" / A)]) == 2
+    out = capsys.readouterr().out
+    assert "is a folder" in out and f"{A}.ipynb" in out and "does not exist" not in out
+    untested = nbs.read_notebook(FIXTURE)
+    untested.cells = [c for c in untested.cells if not nbs.is_test(c)]
+    nbs.write_notebook(untested, tmp_path / "pasted.ipynb")
+    assert main(["validate", str(tmp_path / "pasted.ipynb")]) == 2
+    out = capsys.readouterr().out
+    assert "no graded test cells" in out and "fresh copy of the released notebook" in out
+
+
+def test_autograde_without_submissions_says_to_collect_and_fails(tmp_path, capsys):
+    root = tmp_path / "empty course"
+    build(root, FIXTURE.parent)
+    assert main(["--root", str(root), "autograde", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "nothing collected" in err and "collect INBOX" in err
+
+
+def test_autograde_for_one_student_shows_only_that_student(graded, capsys):
+    root, _ = graded
+    assert main(["--root", str(root), "autograde", "--student", "dan", "--quiet"]) == 0
+    table = capsys.readouterr().out
+    rows = [line.split()[0] for line in table.splitlines()[1:] if line and not line.startswith(" ")
+            and ":" not in line]
+    assert rows == ["dan"], table
+    assert "nothing submitted" not in table and "eve" not in table
+    assert main(["--root", str(root), "autograde", "--student", "nobody", "--quiet"]) == 2
+    assert "no submission collected for 'nobody'" in capsys.readouterr().err
+
+
 def test_a_student_id_that_escapes_is_refused(graded, tmp_path):
     root, _ = graded
     inbox = tmp_path / "inbox"
@@ -189,3 +227,13 @@ def test_one_worker_and_two_workers_give_identical_gradebooks(graded, tmp_path):
     scores = _gradebook_scores(copy)
     assert scores == _gradebook_scores(root)
     assert len(scores) == 5 * 3 and set(scores.values()) != {0.0}, scores
+
+
+def test_the_installed_command_works_outside_the_repository(tmp_path, monkeypatch, capsys):
+    """Run from any folder, it finds this checkout's course/; a wrong --course says what to pass."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["--root", "built", "build"]) == 0
+    built = sorted(p.name for p in (tmp_path / "built" / "source").iterdir())
+    assert built == sorted(p.stem for p in (Path(nbs.__file__).parent.parent / "course").glob("*.ipynb"))
+    assert main(["--root", "other", "build", "--course", "no-such-folder"]) == 2
+    assert "pass --course" in capsys.readouterr().err
