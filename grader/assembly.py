@@ -18,9 +18,10 @@ from pathlib import Path
 from .config import nbgrader_api, write_config
 from .course import is_support_file
 from .invocation import command
+from .coursedir import CourseDir
 
-__all__ = ["DEFAULT_ROOT", "GraderError", "course_folder", "course_notebooks", "check_root", "build", "release", "exchange_root",
-           "assignments", "source_notebook", "released_notebook"]
+__all__ = ["DEFAULT_ROOT", "GraderError", "course_folder", "course_notebooks", "check_root", "build", "release",
+           "assignments", "support_files"]
 
 DEFAULT_ROOT = Path("build/course")
 
@@ -69,11 +70,11 @@ def build(root: Path, course: Path | None = None) -> list[str]:
     course = course_folder(course)
     root = check_root(root, course)
     write_config(root)
-    exchange_root(root).mkdir(exist_ok=True)  # nbgrader logs "Unwritable directory" until it exists
+    CourseDir(root).exchange.mkdir(exist_ok=True)  # nbgrader logs "Unwritable directory" until it exists
     ids = []
     for notebook in course_notebooks(course):
         assignment = notebook.stem
-        target = root / "source" / assignment / notebook.name
+        target = CourseDir(root).source(assignment) / notebook.name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(notebook, target)
         for support in support_files(notebook):
@@ -93,19 +94,11 @@ def support_files(notebook: Path) -> list[Path]:
 
 
 def assignments(root: Path) -> list[str]:
-    """Assignment ids of a built course, in order."""
-    source = root / "source"
-    if not source.is_dir():
-        raise GraderError(f"{root} is not a built course (no source/ folder); run `{command('build')}` first")
-    return sorted(p.name for p in source.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
-
-
-def source_notebook(root: Path, assignment: str) -> Path:
-    return root / "source" / assignment / f"{assignment}.ipynb"
-
-
-def released_notebook(root: Path, assignment: str) -> Path:
-    return root / "release" / assignment / f"{assignment}.ipynb"
+    """Assignment ids of a built course, in order; raises GraderError before `build`."""
+    found = CourseDir(Path(root)).assignments()
+    if not found:
+        raise GraderError(f"{root} is not a built course (no source notebooks); run `{command('build')}` first")
+    return found
 
 
 def release(root: Path, selected: list[str] | None = None) -> list[Path]:
@@ -124,11 +117,7 @@ def release(root: Path, selected: list[str] | None = None) -> list[Path]:
         if not shared.get("success"):
             log = (shared.get("error") or "") + (shared.get("log") or "")
             raise GraderError(f"nbgrader could not put {assignment} into the exchange "
-                              f"({exchange_root(root)}):\n{log[-3000:]}")
-        out.append(released_notebook(root, assignment))
+                              f"({CourseDir(root).exchange}):\n{log[-3000:]}")
+        out.append(CourseDir(root).released_notebook(assignment))
     return out
 
-
-def exchange_root(root: Path) -> Path:
-    """The course's local nbgrader exchange (``c.Exchange.root`` in its nbgrader_config.py)."""
-    return root / "exchange"

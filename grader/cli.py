@@ -8,16 +8,22 @@ import time
 from pathlib import Path
 
 from .assembly import DEFAULT_ROOT, GraderError
+from .coursedir import CourseDir
 
 __all__ = ["main"]
 
 COURSE_HELP = "the folder of source notebooks (default: ./course, else the course/ folder of this checkout)"
 
 
-def _limits(args):
+def _limits(args, course: bool = True):
+    """The limits of a run: the course's nbgrader_config.py and ``--cell-timeout``."""
+    from .config import load_limits
     from .sandbox import Limits
 
-    return Limits(cell_timeout_s=args.cell_timeout) if getattr(args, "cell_timeout", None) else Limits()
+    timeout = getattr(args, "cell_timeout", None)
+    if course:
+        return load_limits(args.root, timeout)
+    return Limits(cell_timeout_s=timeout) if timeout else Limits()
 
 
 def cmd_build(args) -> int:
@@ -31,7 +37,7 @@ def cmd_build(args) -> int:
 def cmd_release(args) -> int:
     from .assembly import build, release
 
-    if args.build or not (args.root / "source").is_dir():
+    if args.build or not CourseDir(args.root).assignments():
         build(args.root, args.course)
     for path in release(args.root, args.assignment or None):
         print(f"released {path}")
@@ -51,12 +57,13 @@ def cmd_collect(args) -> int:
 
 
 def cmd_autograde(args) -> int:
-    from .batch import ReferenceFailed, autograde, grade_table
+    from .batch import ReferenceFailed, autograde
+    from .table import grade_table
 
     try:
         outcomes = autograde(args.root, assignments=args.assignment or None, students=args.student or None,
                              workers=args.workers, force=args.force, limits=_limits(args), unsafe=args.unsafe,
-                             progress=not args.quiet)
+                             progress=not args.quiet, scheduler=args.scheduler)
     except ReferenceFailed as failure:  # show what was graded, then the error (and a failing exit status)
         print(grade_table(args.root, failure.outcomes, args.student or None))
         raise
@@ -100,7 +107,7 @@ def cmd_validate(args) -> int:
     failed = 0
     with tempfile.TemporaryDirectory(prefix="validate-") as workdir:
         try:
-            results = validate(args.path, workdir=Path(workdir), limits=_limits(args))
+            results = validate(args.path, workdir=Path(workdir), limits=_limits(args, course=False))
         except ValueError as error:
             print(error)
             return 2
@@ -132,7 +139,8 @@ def cmd_check(args) -> int:
     paths = [nb for p in (args.paths or [course_folder()]) for nb in course_notebooks(p)]
     start = time.monotonic()
     say = (lambda msg: print(f"  ... {msg}", flush=True)) if not args.quiet else None
-    reports = check_notebooks(paths, workers=args.workers, limits=_limits(args), unsafe=args.unsafe, progress=say,
+    reports = check_notebooks(paths, workers=args.workers, limits=_limits(args, course=False), unsafe=args.unsafe,
+                              progress=say, scheduler=args.scheduler,
                               thorough=args.thorough)
     for report in reports:
         print(f"{'PASS' if report.ok else 'FAIL'}  {report.notebook}")
@@ -148,7 +156,8 @@ def cmd_demo(args) -> int:
     from .demo import run_demo
 
     root = Path("build/demo") if args.root == DEFAULT_ROOT else args.root
-    return run_demo(root, workers=args.workers, unsafe=args.unsafe, limits=_limits(args), everything=args.all,
+    return run_demo(root, workers=args.workers, unsafe=args.unsafe, limits=_limits(args, course=False),
+                    everything=args.all,
                     course=args.course)
 
 
@@ -169,13 +178,18 @@ def parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
-    def grading_options(p, workers=1):
+    def grading_options(p, workers=1, cluster=True):
         p.add_argument("--workers", type=int, default=workers, help=f"parallel kernels (default {workers})")
         p.add_argument("--unsafe", action="store_true",
                        help="run student code WITHOUT the sandbox (only where no isolation is available "
                             "and you trust the code)")
-        p.add_argument("--cell-timeout", type=float, default=None, help="seconds per cell (default 300)")
+        p.add_argument("--cell-timeout", type=float, default=None,
+                       help="seconds per cell (default: c.Execute.timeout in the course's nbgrader_config.py, else 300)")
         p.add_argument("--quiet", action="store_true", help="no progress output")
+        if cluster:
+            p.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
+                           help="run the kernels on the workers of this Dask scheduler instead of --workers "
+                                "local processes (see README, 'Several machines')")
 
     p = command("build", cmd_build, "assemble the nbgrader course directory from course/*.ipynb")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
@@ -207,7 +221,7 @@ def parser() -> argparse.ArgumentParser:
     p = command("demo", cmd_demo, "build, release, grade the bundled example class, write feedback and CSV")
     p.add_argument("--all", action="store_true", help="every notebook (default: the first two, a few minutes)")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
-    grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)))
+    grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)), cluster=False)
     p = command("lab", cmd_lab, "JupyterLab on the released student notebooks (--instructor: sources + formgrader)")
     p.add_argument("--instructor", action="store_true")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)

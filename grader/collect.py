@@ -19,7 +19,8 @@ from pathlib import Path
 
 import nbformat
 
-from .assembly import GraderError, assignments, source_notebook
+from .assembly import GraderError, assignments
+from .coursedir import CourseDir
 from .course import nbgrader_meta
 
 __all__ = ["Imported", "Rejected", "CollectReport", "check_student_id", "collect", "REJECTED_FILE",
@@ -160,7 +161,7 @@ def collect(root: Path, inbox: Path, selected: list[str] | None = None) -> Colle
     if not inbox.is_dir():
         raise GraderError(f"inbox {inbox} is not a folder; expected one folder or .zip per student")
     ids = selected or assignments(root)
-    known = {a: _grade_ids(source_notebook(root, a)) for a in ids}
+    known = {a: _grade_ids(CourseDir(root).source_notebook(a)) for a in ids}
     report = CollectReport()
     inbound = next((p for p in [inbox / "inbound", *inbox.glob("*/inbound")] if p.is_dir()), None)
     if inbound is not None:

@@ -12,11 +12,12 @@ from pathlib import Path
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
-__all__ = ["COURSE_ID", "CONFIG_NAME", "CELL_TIMEOUT_S", "write_config", "load_config", "nbgrader_api"]
+from .coursedir import MARKER
+
+__all__ = ["COURSE_ID", "CONFIG_NAME", "write_config", "load_config", "load_limits", "nbgrader_api"]
 
 COURSE_ID = "d2lite"
 CONFIG_NAME = "nbgrader_config.py"
-CELL_TIMEOUT_S = 600  # the training cells of 04/05 take ~1 min on 2 CPU cores; leave room
 
 TEMPLATE = '''\
 # nbgrader configuration of this course, written by `course-grader build`.
@@ -26,12 +27,13 @@ c = get_config()  # noqa: F821
 
 c.CourseDirectory.course_id = {course_id!r}
 # Files nbgrader does not copy along (course-grader.json: course-grader's record of a grading run).
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "course-grader.json"]
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", {marker!r}]
 # A local exchange folder (nbgrader's default, /usr/local/share/nbgrader/exchange, needs root);
 # on a JupyterHub point this at the shared exchange instead.
 import os  # noqa: E402
 c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exchange")
-# Training cells take about a minute on a 2-core CPU: a cell gets {timeout} s before it is stopped.
+# Training cells take about a minute on a 2-core CPU: a cell gets {timeout} s before it is stopped
+# (course-grader reads this value too; `--cell-timeout` overrides it for one run).
 c.ExecutePreprocessor.timeout = {timeout}
 c.Execute.timeout = {timeout}
 # Output limits for notebooks nbgrader itself executes.
@@ -66,7 +68,10 @@ def write_config(root: Path, course_id: str = COURSE_ID) -> Path:
     """Write ``root/nbgrader_config.py`` and return its path."""
     root.mkdir(parents=True, exist_ok=True)
     path = root / CONFIG_NAME
-    path.write_text(TEMPLATE.format(course_id=course_id, timeout=CELL_TIMEOUT_S), encoding="utf-8")
+    from .sandbox import Limits
+
+    timeout = int(Limits().cell_timeout_s)
+    path.write_text(TEMPLATE.format(course_id=course_id, timeout=timeout, marker=MARKER), encoding="utf-8")
     return path
 
 
@@ -75,6 +80,23 @@ def load_config(root: Path) -> Config:
     config = PyFileConfigLoader(CONFIG_NAME, path=str(root)).load_config()
     config.CourseDirectory.root = str(root.resolve())
     return config
+
+
+def load_limits(root: Path, cell_timeout_s: float | None = None):
+    """The kernels' limits for the course at ``root``: the cell timeout its nbgrader_config.py gives
+    (``c.Execute.timeout``), else :class:`grader.sandbox.Limits`' default; ``cell_timeout_s`` wins."""
+    from dataclasses import replace
+
+    from .sandbox import Limits
+
+    limits = Limits()
+    if cell_timeout_s is None:
+        try:
+            configured = load_config(root).Execute.get("timeout")
+        except Exception:  # noqa: BLE001 - no config yet (a course being built): the default
+            configured = None
+        cell_timeout_s = configured if isinstance(configured, (int, float)) and configured > 0 else None
+    return replace(limits, cell_timeout_s=float(cell_timeout_s)) if cell_timeout_s else limits
 
 
 def _venv_on_path() -> None:

@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 from . import course as nbs
-from .assembly import build, release, source_notebook
+from .assembly import build, release
+from .coursedir import CourseDir
 
 __all__ = ["MISTAKES", "example_class", "run_demo"]
 
@@ -46,14 +47,14 @@ def example_class(root: Path, inbox: Path, names: list[str]) -> list[str]:
     """Write the example submissions into ``inbox`` (one folder per student); return notes."""
     notes = []
     for index, assignment in enumerate(names):
-        source = nbs.read_notebook(source_notebook(root, assignment))
+        source = nbs.read_notebook(CourseDir(root).source_notebook(assignment))
         exercises = nbs.exercises(source)
         unsolved = {gid for e in exercises[len(exercises) // 2:] for gid in e.solution_ids}
-        mistaken, applied = _with_mistakes(nbs.read_notebook(source_notebook(root, assignment)), assignment)
+        mistaken, applied = _with_mistakes(nbs.read_notebook(CourseDir(root).source_notebook(assignment)), assignment)
         notes.append(f"dana / {assignment}: mistakes in {', '.join(applied) or 'nothing (no known mistake)'}")
         submissions = {
             "ada lovelace": source,
-            "ben": nbs.read_notebook(root / "release" / assignment / f"{assignment}.ipynb"),
+            "ben": nbs.read_notebook(CourseDir(root).released_notebook(assignment)),
             "chen": nbs.stub(source, unsolved),
             "dana": mistaken,
             "Émile Zola": source,
@@ -69,7 +70,8 @@ def example_class(root: Path, inbox: Path, names: list[str]) -> list[str]:
 def run_demo(root: Path, *, workers: int = 2, unsafe: bool = False, limits=None, everything: bool = False,
              course: Path | None = None) -> int:
     """Build, release, collect the example class, autograde, feedback, export; print where it all is."""
-    from .batch import autograde, grade_table
+    from .batch import autograde
+    from .table import grade_table
     from .collect import collect
     from .export import export_csv
     from .feedback import feedback
@@ -95,7 +97,7 @@ def run_demo(root: Path, *, workers: int = 2, unsafe: bool = False, limits=None,
     pages = feedback(root, chosen)
     csv_path = export_csv(root)
     print(f"\n[{time.monotonic() - start:5.0f} s] done")
-    print(f"  gradebook (nbgrader):  {root / 'gradebook.db'}")
+    print(f"  gradebook (nbgrader):  {CourseDir(root).gradebook}")
     print(f"  autograded notebooks:  {root / 'autograded'}/<student>/<assignment>/")
     print(f"  feedback ({len(pages)} HTML):    {root / 'feedback'}/<student>/<assignment>/")
     print(f"  grades CSV:            {csv_path}")

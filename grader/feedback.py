@@ -7,7 +7,6 @@ lines) by the verdict and its one-sentence reason.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from nbconvert.preprocessors import Preprocessor
@@ -18,6 +17,7 @@ from .assembly import GraderError
 from .course import HIDDEN_BEGIN, is_test, nbgrader_meta, strip_hidden
 from .execute import TestResult, verdict_line
 from .invocation import command
+from .coursedir import CourseDir
 
 __all__ = ["HideHiddenTests", "feedback"]
 
@@ -41,15 +41,13 @@ class HideHiddenTests(Preprocessor):
 
 def _verdicts(resources) -> dict[str, dict]:
     """grade_id -> verdict, from the autograde marker next to the autograded notebook."""
-    from .batch import MARKER
-
     info = resources.get("nbgrader", {})
     db_url = info.get("db_url", "")
     root = Path(db_url[len("sqlite:///"):]).parent if db_url.startswith("sqlite:///") else Path.cwd()
-    marker = root / "autograded" / info.get("student", "") / info.get("assignment", "") / MARKER
+    marker = CourseDir(root).read_marker(info.get("student", ""), info.get("assignment", "")) or {}
     try:
-        return {t["grade_id"]: t for t in json.loads(marker.read_text(encoding="utf-8"))["tests"]}
-    except (OSError, ValueError, KeyError):
+        return {t["grade_id"]: t for t in marker["tests"]}
+    except (KeyError, TypeError):
         return {}
 
 
@@ -71,5 +69,5 @@ def feedback(root: Path, assignments: list[str] | None = None, students: list[st
             raise GraderError(f"nbgrader could not write feedback for {assignment} ({student or 'all students'}):\n"
                               + ((result.get("error") or "") + (result.get("log") or ""))[-2000:])
     for outcome in done:
-        written += sorted((root / "feedback" / outcome.student / outcome.assignment).glob("*.html"))
+        written += sorted(CourseDir(root).feedback(outcome.student, outcome.assignment).glob("*.html"))
     return written

@@ -20,13 +20,16 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import nbformat
+
 from . import course as nbs
-from .assembly import build, release
+from .assembly import GraderError, build, release
 from .authoring import graded_cell_problems
+from .jobs import Assignment, GradeJob, ReferenceJob, run_grade_job, run_reference_job
+from .runner import open_runner
 
 __all__ = ["Check", "GateReport", "leaks", "check_notebooks"]
 
@@ -87,36 +90,27 @@ def leaks(source: nbs.NotebookNode, released: nbs.NotebookNode) -> list[str]:
     return found
 
 
-# -- jobs that run in worker processes --------------------------------------------------------
+# -- jobs (run by grader.runner: local processes or a Dask cluster) ---------------------------
 
-def _reference_job(source: str, references: str, limits, unsafe: bool) -> str | None:
-    """Run the trusted solution; save its references. Returns an error message or None."""
-    from . import execute
+def _grade_job(plan: "_Plan", source: nbs.NotebookNode, submission: nbs.NotebookNode, refs: dict,
+               limits, unsafe: bool, truncated: bool = False) -> GradeJob:
+    """A job grading ``submission`` against the variant ``source`` of the plan's notebook.
 
-    try:
-        execute.save_reference(Path(source), Path(references), limits=limits, unsafe=unsafe)
-        return None
-    except Exception as error:  # ReferenceRunError, SandboxUnavailable, ...
-        return f"{type(error).__name__}: {error}"
+    A truncated variant is a changed copy of the source: its hash differs from the reference run's
+    on purpose, and its stubbed test cells look up the references of the cells they copy."""
+    if truncated:
+        cells = dict(refs["cells"])
+        cells.update({nbs.STUBBED_PREFIX + gid: value for gid, value in refs["cells"].items()})
+        refs = dict(refs, cells=cells, source_sha256="")
+    trusted = plan.assignment if source is plan.source else \
+        Assignment(plan.assignment.name, nbformat.writes(source).encode("utf-8"), plan.assignment.support)
+    return GradeJob(trusted, nbformat.writes(submission).encode("utf-8"), refs, limits, unsafe)
 
 
-def _grade_job(source: str, submission: str, references: str, scratch: str, limits, unsafe: bool,
-               truncated: bool = False):
-    """Grade one variant; return [(grade_id, points, max_points, status, reason)] and problems."""
-    from . import execute
-
-    workdir = Path(tempfile.mkdtemp(prefix="grade-", dir=scratch))
-    try:
-        refs = execute.References.load(Path(references))
-        if truncated:  # a changed copy of the source: its hash differs from the reference run's, on purpose
-            cells = dict(refs.cells)
-            cells.update({nbs.STUBBED_PREFIX + gid: value for gid, value in refs.cells.items()})
-            refs = execute.References(cells, "")
-        result = execute.grade(Path(source), Path(submission), refs, workdir=workdir, limits=limits, unsafe=unsafe)
-        tests = [(t.grade_id, t.points, t.max_points, t.status, t.reason) for t in result.tests.values()]
-        return tests, list(result.problems)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+def _verdicts(result: dict) -> tuple[list[tuple], list[str]]:
+    """[(grade_id, points, max_points, status, reason)] and problems, from a grade job's result."""
+    tests = [(t["grade_id"], t["points"], t["max_points"], t["status"], t["reason"]) for t in result["tests"]]
+    return tests, list(result["problems"])
 
 
 # -- the gate ---------------------------------------------------------------------------------
@@ -124,9 +118,10 @@ def _grade_job(source: str, submission: str, references: str, scratch: str, limi
 @dataclass
 class _Plan:
     report: GateReport
-    source: nbs.NotebookNode
+    source: nbs.NotebookNode | None
     files: Path
-    jobs: dict[str, Future] = field(default_factory=dict)
+    assignment: Assignment | None = None
+    jobs: dict[str, object] = field(default_factory=dict)  # check name -> future
 
 
 def _structure_check(path: Path, report: GateReport) -> nbs.NotebookNode | None:
@@ -160,15 +155,16 @@ def _release_check(path: Path, source: nbs.NotebookNode, files: Path, report: Ga
 
 
 def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe: bool = False,
-                    progress=None, thorough: bool = False) -> list[GateReport]:
+                    progress=None, thorough: bool = False, scheduler: str | None = None) -> list[GateReport]:
     """Run the gate on every notebook; ``progress(msg)`` is called as checks finish.
 
     (c) runs by default in one kernel per notebook (:func:`grader.course.stubbed_walkthrough`);
     ``thorough`` runs one kernel per exercise instead, each on a copy cut after that exercise.
+    Runs go to ``workers`` local processes, or to the Dask cluster at ``scheduler``.
     """
-    from . import execute
+    from .sandbox import Limits
 
-    limits = limits or execute.Limits()
+    limits = limits or Limits()
     say = progress or (lambda msg: None)
     scratch = Path(tempfile.mkdtemp(prefix="course-gate-"))
     plans: list[_Plan] = []
@@ -177,10 +173,12 @@ def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe:
             report = GateReport(path)
             files = scratch / f"{index}-{path.stem}"
             files.mkdir()
-            plans.append(_Plan(report, _structure_check(path, report), files))
-        with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
-            refs = {id(p): pool.submit(_reference_job, str(p.report.notebook), str(p.files / "refs.json"),
-                                       limits, unsafe)
+            plan = _Plan(report, _structure_check(path, report), files)
+            if plan.source is not None:
+                plan.assignment = Assignment.from_source(path)
+            plans.append(plan)
+        with open_runner(workers=workers, scheduler=scheduler) as runner:
+            refs = {id(p): runner.submit(run_reference_job, ReferenceJob(p.assignment, limits, unsafe))
                     for p in plans if p.source is not None}
             for plan in plans:  # nbgrader's release, here, while the reference runs work
                 if plan.source is not None:
@@ -188,42 +186,46 @@ def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe:
             for plan in plans:
                 if plan.source is None:
                     continue
-                error = refs[id(plan)].result()
+                try:
+                    references, error = runner.result(refs[id(plan)]), None
+                except GraderError:
+                    raise
+                except Exception as failure:  # noqa: BLE001 - ReferenceRunError, SandboxUnavailable, ...
+                    references, error = None, f"{type(failure).__name__}: {failure}"
                 plan.report.add("reference", error is None, error or "the solution runs and every test records a value")
                 say(f"{plan.report.notebook.name}: reference run {'ok' if error is None else 'FAILED'}")
                 if error is None:
-                    _submit_variants(pool, plan, str(scratch), limits, unsafe, thorough)
+                    _submit_variants(runner, plan, references, limits, unsafe, thorough)
             for plan in plans:
-                _collect_variants(plan, say)
+                _collect_variants(runner, plan, say)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return [p.report for p in plans]
 
 
-def _submit_variants(pool, plan: _Plan, scratch: str, limits, unsafe: bool, thorough: bool) -> None:
-    source_path, refs = str(plan.report.notebook), str(plan.files / "refs.json")
-    def submit(src: str, sub: str, truncated: bool = False) -> Future:
-        return pool.submit(_grade_job, src, sub, refs, scratch, limits, unsafe, truncated)
+def _submit_variants(runner, plan: _Plan, refs: dict, limits, unsafe: bool, thorough: bool) -> None:
+    def submit(source: nbs.NotebookNode, submission: nbs.NotebookNode, truncated: bool = False):
+        return runner.submit(run_grade_job, _grade_job(plan, source, submission, refs, limits, unsafe, truncated))
 
-    plan.jobs["a"] = submit(source_path, source_path)
+    plan.jobs["a"] = submit(plan.source, plan.source)
     if (plan.files / "release.ipynb").exists():
-        plan.jobs["b"] = submit(source_path, str(plan.files / "release.ipynb"))
+        plan.jobs["b"] = submit(plan.source, nbs.read_notebook(plan.files / "release.ipynb"))
     if not thorough:  # (c) in one kernel: each exercise stubbed in turn, then restored
-        walk = nbs.write_notebook(nbs.stubbed_walkthrough(plan.source), plan.files / "c-walkthrough.ipynb")
-        plan.jobs["c"] = submit(str(walk), str(walk), truncated=True)
+        walk = nbs.stubbed_walkthrough(plan.source)
+        plan.jobs["c"] = submit(walk, walk, truncated=True)
         return
-    for number, exercise in enumerate(nbs.exercises(plan.source)):
+    for exercise in nbs.exercises(plan.source):
         cut = nbs.truncate(plan.source, exercise.last_cell)
-        src = nbs.write_notebook(cut, plan.files / f"c{number}-source.ipynb")
-        sub = nbs.write_notebook(nbs.stub(cut, set(exercise.solution_ids)), plan.files / f"c{number}-stubbed.ipynb")
-        plan.jobs[f"c:{exercise.name}"] = submit(str(src), str(sub), truncated=True)
+        plan.jobs[f"c:{exercise.name}"] = submit(cut, nbs.stub(cut, set(exercise.solution_ids)), truncated=True)
 
 
-def _collect_variants(plan: _Plan, say) -> None:
+def _collect_variants(runner, plan: _Plan, say) -> None:
     exercises = {f"c:{e.name}": e for e in nbs.exercises(plan.source)} if plan.source is not None else {}
     for name, job in plan.jobs.items():
         try:
-            tests, problems = job.result()
+            tests, problems = _verdicts(runner.result(job))
+        except GraderError:
+            raise
         except Exception as error:
             plan.report.add(name, False, f"grading crashed: {type(error).__name__}: {error}")
             continue

@@ -12,7 +12,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from .assembly import assignments, build, course_folder, exchange_root, release
+from .assembly import assignments, build, course_folder, release
+from .coursedir import CourseDir
 from .config import COURSE_ID
 from .invocation import command
 
@@ -31,14 +32,15 @@ c.Exchange.root = {exchange!r}
 
 def student_copies(root: Path, course: Path | None, target: Path = STUDENT_DIR) -> list[Path]:
     """Release when needed, then copy each released assignment that the student does not have yet."""
-    if not (root / "release").is_dir() or not any((root / "release").glob("*/*.ipynb")):
+    built = CourseDir(root).assignments()
+    if not built or not all(CourseDir(root).released_notebook(a).is_file() for a in built):
         build(root, course)
         release(root)
     made = []
     for assignment in assignments(root):
         folder = target / assignment
         if not folder.exists():
-            shutil.copytree(root / "release" / assignment, folder)
+            shutil.copytree(CourseDir(root).release(assignment), folder)
             made.append(folder)
     return made
 
@@ -49,7 +51,7 @@ def student_config(course_root: Path, target: Path = STUDENT_DIR) -> Path:
     path = target / "nbgrader_config.py"
     target.mkdir(parents=True, exist_ok=True)
     path.write_text(STUDENT_CONFIG.format(course_id=COURSE_ID, root=str(target.resolve()),
-                                          exchange=str(exchange_root(course_root.resolve()))),
+                                          exchange=str(CourseDir(course_root.resolve()).exchange)),
                     encoding="utf-8")
     return path
 
@@ -57,7 +59,7 @@ def student_config(course_root: Path, target: Path = STUDENT_DIR) -> Path:
 def run_lab(root: Path, *, instructor: bool = False, course: Path | None = None) -> int:
     jupyter = str(Path(sys.executable).parent / "jupyter")
     if instructor:
-        if not (root / "source").is_dir():
+        if not CourseDir(root).assignments():
             build(root, course)
         here, root = Path.cwd(), root.resolve()
         print(f"instructor lab: sources in {course_folder(course)}/, the nbgrader course in {root} "

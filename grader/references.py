@@ -29,17 +29,22 @@ class References:
         self.cells, self.source_sha256 = cells, source_sha256
         self.seconds = seconds  # how long the reference run took: what one submission may cost
 
-    def save(self, path: Path) -> None:
-        data = {"format": 1, "source_sha256": self.source_sha256, "seconds": self.seconds,
+    def to_dict(self) -> dict:
+        """The file's content: plain JSON types (what a job carries to a worker)."""
+        return {"format": 1, "source_sha256": self.source_sha256, "seconds": self.seconds,
                 "cells": self.cells}
-        Path(path).write_text(json.dumps(data), encoding="utf-8")
 
     @classmethod
-    def load(cls, path: Path) -> "References":
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        if data.get("format") != 1 or not isinstance(data.get("cells"), dict):
-            raise ValueError(f"{path} is not a course-grader references file; run the "
-                             "reference again")
+    def from_dict(cls, data: dict, where: str = "the reference values") -> "References":
+        if not isinstance(data, dict) or data.get("format") != 1 or not isinstance(data.get("cells"), dict):
+            raise ValueError(f"{where} is not a course-grader references file; run the reference again")
         seconds = data.get("seconds", 0.0)
         return cls(data["cells"], data.get("source_sha256", ""),
                    float(seconds) if isinstance(seconds, (int, float)) else 0.0)
+
+    def save(self, path: Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict()), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Path) -> "References":
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")), str(path))

@@ -22,6 +22,7 @@ from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, Unicode
 
 from .course import is_test, nbgrader_meta
+from .coursedir import CourseDir
 from .record import MIME_TYPE
 from .references import References, sha256_of
 from .verdicts import check_records, test_reason
@@ -65,8 +66,8 @@ class CheckRecords(Preprocessor):
         from .execute import save_reference
         from .sandbox import Limits, sandbox_status
 
-        source = root / "source" / assignment / f"{notebook}.ipynb"
-        target = root / "references" / f"{assignment}.json"
+        source = CourseDir(root).source(assignment) / f"{notebook}.ipynb"
+        target = CourseDir(root).references(assignment)
         try:
             cached = References.load(target)
             if cached.source_sha256 == sha256_of(source):

@@ -18,7 +18,9 @@ import pytest
 
 from grader import course as nbs
 from grader.assembly import build, release
-from grader.batch import MARKER, autograde, grade_table
+from grader.batch import autograde
+from grader.coursedir import MARKER
+from grader.table import grade_table
 from grader.cli import main
 from grader.collect import collect
 from grader.export import export_csv

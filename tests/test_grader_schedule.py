@@ -13,7 +13,9 @@ import pytest
 
 from grader import course as nbs
 from grader.assembly import build, release
-from grader.batch import MARKER, ReferenceFailed, _share_cores, autograde
+from grader.batch import ReferenceFailed, autograde
+from grader.coursedir import MARKER
+from grader.jobs import share_cores as _share_cores
 from grader.cli import main
 from grader.collect import collect
 from grader.schedule import GradingQueue

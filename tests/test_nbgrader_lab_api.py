@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from grader import course as nbs
-from grader.assembly import build, exchange_root, release
+from grader.assembly import build, release
+from grader.coursedir import CourseDir
 from grader.config import COURSE_ID
 from grader.lab import student_config, student_copies
 
@@ -84,7 +85,7 @@ def released(tmp_path_factory):
 
 def test_release_puts_each_assignment_into_the_exchange(released):
     _, root = released
-    outbound = exchange_root(root) / COURSE_ID / "outbound" / A / f"{A}.ipynb"
+    outbound = CourseDir(root).exchange / COURSE_ID / "outbound" / A / f"{A}.ipynb"
     assert outbound.is_file()
     assert "BEGIN SOLUTION" not in outbound.read_text(encoding="utf-8")
     release(root)  # again: nbgrader would refuse "Destination already exists" without unrelease

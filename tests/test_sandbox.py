@@ -170,7 +170,7 @@ def test_cpu_time_limit_kills_the_kernel_cleanly(tmp_path):
 
 def test_kernels_use_the_thread_count_a_parallel_batch_gives_them(tmp_path, monkeypatch):
     """In `autograde --workers 2` every kernel's torch uses cores // 2 threads (at least one)."""
-    from grader.batch import _share_cores
+    from grader.jobs import share_cores as _share_cores
 
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         monkeypatch.setenv(name, "")  # so that the test's teardown restores the grader's own value

@@ -1,0 +1,83 @@
+"""What a graded submission leaves behind, written by the main process only, in this order:
+the autograded notebook and its timestamp, the gradebook rows (one commit), then the marker.
+
+A batch killed at any moment therefore restarts cleanly: a submission without an up-to-date
+marker is graded again, and writing its rows again gives the same gradebook.
+"""
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .coursedir import TIMESTAMP_FILE, CourseDir
+from .references import sha256_of
+
+__all__ = ["Outcome", "save_result", "outcomes"]
+
+
+@dataclass
+class Outcome:
+    student: str
+    assignment: str
+    score: float
+    max_score: float
+    tests: list[dict]       # TestResult fields, in notebook order
+    problems: list[str]     # what needs the instructor's attention
+    timestamp: str = ""
+    source_sha256: str = ""
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def save_result(course: CourseDir, gb, student: str, assignment: str, result: dict, extra: list[str]) -> Outcome:
+    """Write the autograded notebook, the gradebook rows (one commit), then the marker.
+
+    result: what :func:`grader.jobs.run_grade_job` returns; extra: problems to list first."""
+    from nbgrader.api import MissingEntry
+    from sqlalchemy.exc import SAWarning
+
+    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's add_submission autoflush chatter
+
+    target = course.autograded(student, assignment)
+    target.mkdir(parents=True, exist_ok=True)
+    course.marker(student, assignment).unlink(missing_ok=True)
+    stamp = course.timestamp(student, assignment)
+    (target / f"{assignment}.ipynb").write_text(result["notebook"], encoding="utf-8")
+    (target / TIMESTAMP_FILE).write_text(stamp, encoding="utf-8")
+    problems = extra + result["problems"]
+    gb.update_or_create_student(student)
+    gb.update_or_create_submission(assignment, student, timestamp=stamp)
+    for test in result["tests"]:
+        try:
+            grade = gb.find_grade(test["grade_id"], assignment, assignment, student)
+        except MissingEntry:
+            problems.append(f"{test['grade_id']} is not in the gradebook; release {assignment} again")
+            continue
+        grade.auto_score = test["points"]
+        grade.needs_manual_grade = False
+    gb.db.commit()
+    outcome = Outcome(student, assignment, sum(t["points"] for t in result["tests"]),
+                      sum(t["max_points"] for t in result["tests"]), result["tests"], problems, stamp,
+                      sha256_of(course.source_notebook(assignment)))
+    _write_atomic(course.marker(student, assignment), json.dumps(asdict(outcome), indent=1, ensure_ascii=False))
+    return outcome
+
+
+def outcomes(course: CourseDir, names: list[str] | None = None, students: list[str] | None = None) -> list[Outcome]:
+    """The recorded outcome of every graded submission (from the markers)."""
+    found = []
+    for student in course.graded_students():
+        if students and student not in students:
+            continue
+        for assignment in names or course.graded_assignments(student):
+            marker = course.read_marker(student, assignment)
+            if marker:
+                found.append(Outcome(**marker))
+    return found

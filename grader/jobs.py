@@ -1,0 +1,105 @@
+"""Grading work as data: everything a worker needs travels inside the job.
+
+A job carries the trusted notebook's bytes and its support files, the submission's bytes, the
+reference values and the limits. The functions that run jobs write them into a fresh temporary
+folder, grade there with :mod:`grader.execute`, and return plain data; so a job runs the same in a
+local worker process and on another machine (:mod:`grader.runner`), and a worker never sees the
+gradebook, the course directory or other students' work.
+
+    job = GradeJob(Assignment.from_source(path), submission_bytes, refs.to_dict(), Limits(), False)
+    result = run_grade_job(job)   # {"tests": [TestResult fields], "problems": [...], "notebook": str}
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .course import is_support_file
+from .sandbox import Limits
+
+__all__ = ["Assignment", "ReferenceJob", "GradeJob", "run_reference_job", "run_grade_job", "share_cores"]
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """The trusted material of one assignment: its notebook and the files that ship with it."""
+
+    name: str                                   # the notebook's file name, "01_tensors.ipynb"
+    notebook: bytes
+    support: tuple[tuple[str, bytes], ...] = ()  # (file name, content), e.g. ("ddp_lenet.py", b"...")
+
+    @classmethod
+    def from_source(cls, path: Path) -> "Assignment":
+        """Read ``path`` and the support files beside it (:func:`grader.course.is_support_file`)."""
+        path = Path(path)
+        support = tuple((p.name, p.read_bytes()) for p in sorted(path.parent.iterdir())
+                        if p != path and is_support_file(p))
+        return cls(path.name, path.read_bytes(), support)
+
+    def write(self, folder: Path) -> Path:
+        """Write the notebook and its support files into ``folder``; return the notebook's path."""
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, content in self.support:
+            (folder / Path(name).name).write_bytes(content)
+        notebook = folder / Path(self.name).name
+        notebook.write_bytes(self.notebook)
+        return notebook
+
+
+@dataclass(frozen=True)
+class ReferenceJob:
+    assignment: Assignment
+    limits: Limits
+    unsafe: bool
+
+
+@dataclass(frozen=True)
+class GradeJob:
+    assignment: Assignment
+    submission: bytes | None   # None: nothing to grade (``missing`` says why)
+    references: dict           # grader.references.References.to_dict()
+    limits: Limits
+    unsafe: bool
+    missing: str = ""
+
+
+def run_reference_job(job: ReferenceJob) -> dict:
+    """Run the trusted solution; return its reference values (``References.to_dict()``)."""
+    from .execute import run_reference
+
+    with tempfile.TemporaryDirectory(prefix="reference-") as scratch:
+        source = job.assignment.write(Path(scratch) / "trusted")
+        return run_reference(source, workdir=Path(scratch) / "work", limits=job.limits,
+                             unsafe=job.unsafe).to_dict()
+
+
+def run_grade_job(job: GradeJob) -> dict:
+    """Grade one submission; return its tests (as dicts), problems and graded notebook (text)."""
+    import nbformat
+
+    from .execute import grade
+    from .references import References
+
+    with tempfile.TemporaryDirectory(prefix="submission-") as scratch:
+        source = job.assignment.write(Path(scratch) / "trusted")
+        submission = None
+        if job.submission is not None:
+            submission = Path(scratch) / "submitted" / Path(job.assignment.name).name
+            submission.parent.mkdir()
+            submission.write_bytes(job.submission)
+        result = grade(source, submission, References.from_dict(job.references), workdir=Path(scratch) / "work",
+                       limits=job.limits, unsafe=job.unsafe, missing=job.missing)
+    return {"tests": [asdict(t) for t in result.tests.values()], "problems": list(result.problems),
+            "notebook": nbformat.writes(result.notebook)}
+
+
+def share_cores(workers: int) -> None:
+    """Runs in each local worker process. Parallel kernels split the cores between them: left alone,
+    each torch kernel would start one thread per core, and N kernels on N cores would fight over
+    them. Kernels inherit these variables (see grader.sandbox); an instructor's own setting wins."""
+    if workers > 1:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(name, str(max(1, cores // workers)))

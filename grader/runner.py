@@ -1,0 +1,69 @@
+"""Where jobs run: local worker processes, or the workers of a Dask cluster.
+
+Both runners take the same jobs (:mod:`grader.jobs`) and hand back futures with ``result()``; the
+caller (autograde, the course gate) keeps every write to itself.
+
+    with open_runner(workers=2) as runner:                  # or scheduler="tcp://10.0.0.5:8786"
+        future = runner.submit(run_grade_job, job)
+        done = runner.wait_any({future})
+"""
+from __future__ import annotations
+
+import multiprocessing
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+
+from .assembly import GraderError
+from .jobs import share_cores
+
+__all__ = ["LocalRunner", "WorkerLost", "open_runner"]
+
+
+class WorkerLost(GraderError):
+    """A worker process died (killed from outside, out of memory) and its job cannot finish."""
+
+
+class LocalRunner:
+    """``workers`` processes on this machine (spawned: no state inherited from the caller)."""
+
+    def __init__(self, workers: int):
+        self.workers = max(1, workers)
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                         initializer=share_cores, initargs=(self.workers,))
+
+    def slots(self) -> int:
+        """How many jobs can run at once."""
+        return self.workers
+
+    def submit(self, function, job):
+        return self._pool.submit(function, job)
+
+    def wait_any(self, futures) -> set:
+        """The futures of ``futures`` that are done, waiting until at least one is."""
+        return wait(futures, return_when=FIRST_COMPLETED).done
+
+    @staticmethod
+    def result(future):
+        try:
+            return future.result()
+        except BrokenProcessPool:
+            raise WorkerLost("a grading worker process died (killed from outside, or out of memory); every "
+                             "result that arrived is saved: run the command again to do the rest") from None
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_runner(*, workers: int = 1, scheduler: str | None = None, **options):
+    """A :class:`LocalRunner`, or with ``scheduler`` a :class:`grader.cluster.DaskRunner`."""
+    if scheduler:
+        from .cluster import DaskRunner
+
+        return DaskRunner(scheduler, **options)
+    return LocalRunner(workers)
