@@ -22,7 +22,7 @@ import ast
 
 from .course import HIDDEN_BEGIN, HIDDEN_END, RECORD_IMPORT, nbgrader_meta, split_hidden
 
-__all__ = ["graded_cell_problems", "COMPARING_CALLS"]
+__all__ = ["graded_cell_problems", "ends_with_expression", "COMPARING_CALLS"]
 
 # Names of functions that compare values; any attribute chain through ``testing`` counts too.
 COMPARING_CALLS = {"assert_close", "assert_allclose", "assert_equal", "assert_array_equal", "equal",
@@ -112,3 +112,18 @@ def graded_cell_problems(cell) -> list[str]:
     for code, hidden in pieces:
         problems += _hidden_problems(code, label) if hidden else _visible_problems(code, label)
     return problems
+
+
+def ends_with_expression(source: str) -> bool:
+    """True when the last statement of a code cell is an expression whose value IPython would show
+    as ``Out[n]`` (a ``print(...)`` call shows nothing); False for code that does not parse."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return False
+    if not body or not isinstance(body[-1], ast.Expr):
+        return False
+    value = body[-1].value
+    is_print = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "print"
+    is_docstring_only = len(body) == 1 and isinstance(value, ast.Constant) and isinstance(value.value, str)
+    return not (is_print or is_docstring_only)

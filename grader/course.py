@@ -20,7 +20,8 @@ __all__ = [
     "Exercise", "read_notebook", "write_notebook", "nbgrader_meta", "is_solution", "is_test",
     "exercises", "header_points", "test_points", "structure_problems", "stub", "truncate",
     "solution_lines", "hidden_test_lines", "STUBBED_PREFIX", "stubbed_walkthrough", "cell_points", "is_support_file",
-    "ends_with_expression", "strip_hidden", "HIDDEN_NOTE", "HIDDEN_BEGIN", "HIDDEN_END",
+    "strip_hidden", "HIDDEN_NOTE", "HIDDEN_BEGIN", "HIDDEN_END", "SOLUTION_BEGIN",
+    "SOLUTION_END", "MARKERS", "without_hidden", "stub_source",
 ]
 
 HEADER_POINTS = re.compile(r"^\s*\**\s*Total points\s*:\s*\**\s*([0-9]+(?:\.[0-9]+)?)", re.M)
@@ -116,26 +117,24 @@ def test_points(nb: NotebookNode) -> float:
     return sum(cell_points(c) for c in nb.cells if is_test(c))
 
 
-def ends_with_expression(source: str) -> bool:
-    """True when the last statement of a code cell is an expression whose value IPython would show
-    as ``Out[n]`` (a ``print(...)`` call shows nothing); False for code that does not parse."""
-    import ast
-
-    try:
-        body = ast.parse(source).body
-    except SyntaxError:
-        return False
-    if not body or not isinstance(body[-1], ast.Expr):
-        return False
-    value = body[-1].value
-    is_print = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "print"
-    is_docstring_only = len(body) == 1 and isinstance(value, ast.Constant) and isinstance(value.value, str)
-    return not (is_print or is_docstring_only)
-
-
-HIDDEN_NOTE = "# (hidden tests are not shown)"
+# nbgrader's region markers (each on a line of its own, after "### ") and what the course adds.
+SOLUTION_BEGIN, SOLUTION_END = "BEGIN SOLUTION", "END SOLUTION"
 HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
+MARKERS = (SOLUTION_BEGIN, SOLUTION_END, HIDDEN_BEGIN, HIDDEN_END)
+HIDDEN_NOTE = "# (hidden tests are not shown)"
 RECORD_IMPORT = "from grader.record import record"
+_HIDDEN_REGION = re.compile(rf"^[ \t]*### {HIDDEN_BEGIN}.*?^[ \t]*### {HIDDEN_END}[^\n]*\n?", re.S | re.M)
+_SOLUTION_REGION = re.compile(rf"^([ \t]*)### {SOLUTION_BEGIN}.*?^[ \t]*### {SOLUTION_END}[^\n]*", re.S | re.M)
+
+
+def without_hidden(source: str) -> str:
+    """The source as nbgrader releases a test cell: hidden-test regions, markers included, removed."""
+    return _HIDDEN_REGION.sub("", source)
+
+
+def stub_source(source: str) -> str:
+    """The source as nbgrader releases a solution cell: each solution region becomes a raise."""
+    return _SOLUTION_REGION.sub(lambda m: f"{m.group(1)}raise NotImplementedError()", source)
 
 
 def split_hidden(source: str) -> list[tuple[str, bool]]:
@@ -167,6 +166,8 @@ def strip_hidden(source: str) -> str:
 
 def structure_problems(nb: NotebookNode) -> list[str]:
     """Gate (e) and the exercise layout: ids unique, points add up, every exercise well formed."""
+    from .authoring import ends_with_expression  # (authoring reads the markers defined here)
+
     problems = []
     seen: dict[str, int] = {}
     for index, cell in enumerate(nb.cells):
@@ -243,8 +244,8 @@ def solution_lines(nb: NotebookNode) -> list[str]:
     for cell in nb.cells:
         if not is_solution(cell):
             continue
-        if "BEGIN SOLUTION" in cell.source:
-            lines += _region_lines(cell.source, "BEGIN SOLUTION", "END SOLUTION")
+        if SOLUTION_BEGIN in cell.source:
+            lines += _region_lines(cell.source, SOLUTION_BEGIN, SOLUTION_END)
         else:
             lines += cell.source.splitlines()
     return lines

@@ -19,6 +19,8 @@ import shutil
 import time
 from pathlib import Path
 
+from d2lite import unattended
+
 from . import course as nbs
 from .assembly import build, release
 from .coursedir import CourseDir
@@ -76,7 +78,7 @@ def run_demo(root: Path, *, workers: int = 2, unsafe: bool = False, limits=None,
     from .export import export_csv
     from .feedback import feedback
 
-    os.environ.setdefault("D2LITE_DATASET", "mnist5k")  # offline: the bundled MNIST subset
+    os.environ.setdefault(unattended.DATASET, "mnist5k")  # offline: the bundled MNIST subset
     start = time.monotonic()
     if root.exists():
         shutil.rmtree(root)

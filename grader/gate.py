@@ -73,7 +73,7 @@ def leaks(source: nbs.NotebookNode, released: nbs.NotebookNode) -> list[str]:
     found = []
     released_lines = {line.strip() for cell in released.cells for line in cell.source.splitlines()}
     text = "\n".join(cell.source for cell in released.cells)
-    for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
+    for marker in nbs.MARKERS:
         if marker in text:
             found.append(f"the marker {marker!r} is in the release")
     visible = {line.strip() for cell in nbs.stub(source).cells

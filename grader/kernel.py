@@ -23,6 +23,8 @@ import nbformat
 import zmq
 from jupyter_client import KernelManager
 
+from d2lite import unattended
+
 from .record import MIME_TYPE
 from .sandbox import Limits, hand_over, kernel_command, kernel_env, mpl_config_dir
 
@@ -87,7 +89,7 @@ class Kernel:
                                      connection_file=str(sockdir / "kernel.json"))
         kernel_vars = kernel_env(self.workdir, sandboxed=self.sandboxed)
         if self.record:
-            kernel_vars["COURSE_GRADER_RECORD"] = "1"
+            kernel_vars[unattended.COURSE_GRADER_RECORD] = "1"
         km.wrap = lambda argv: kernel_command(argv, workdir=self.workdir, sockdir=sockdir,
                                               limits=self.limits, unsafe=not self.sandboxed,
                                               env=kernel_vars)

@@ -10,21 +10,18 @@ answer they follow. A submission that cannot be read at all yields ``None`` and 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
-from .course import is_test, nbgrader_meta
+from .course import is_test, nbgrader_meta, stub_source, without_hidden
+
+stub = stub_source  # the released text of a solution cell
 
 __all__ = ["Role", "Merged", "read_submission", "merge", "stub"]
 
 MAX_SUBMISSION_BYTES = 64 * 1024 * 1024
-HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?",
-                    re.S | re.M)
-SOLUTION = re.compile(r"^([ \t]*)### BEGIN SOLUTION.*?^[ \t]*### END SOLUTION[^\n]*",
-                      re.S | re.M)
 
 
 @dataclass(frozen=True)
@@ -45,14 +42,9 @@ def is_answer(cell) -> bool:
     return bool(m.get("solution")) and not m.get("grade")
 
 
-def stub(source: str) -> str:
-    """The released version of a solution cell: each solution region becomes a raise."""
-    return SOLUTION.sub(lambda m: f"{m.group(1)}raise NotImplementedError()", source)
-
-
 def _release_text(cell) -> str:
     """What a locked/test cell looks like in the student's copy (hidden tests removed)."""
-    return _norm(HIDDEN.sub("", cell.source))
+    return _norm(without_hidden(cell.source))
 
 
 def _norm(text: str) -> str:

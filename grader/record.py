@@ -18,10 +18,12 @@ from __future__ import annotations
 import os
 from typing import TypeVar
 
+from d2lite import unattended
+
 from .values import encode
 
 MIME_TYPE = "application/vnd.course-grader.record+json"
-ENV_FLAG = "COURSE_GRADER_RECORD"
+ENV_FLAG = unattended.COURSE_GRADER_RECORD
 
 T = TypeVar("T")
 
@@ -45,7 +47,7 @@ def record(key: str, value: T, what: str = "", *, rtol: float = 0.0, atol: float
         raise ValueError("record() takes the description `what` as a string")
     if rtol < 0 or atol < 0:
         raise ValueError("record() tolerances must be >= 0")
-    if os.environ.get(ENV_FLAG) == "1" or os.environ.get("NBGRADER_EXECUTION") == "autograde":
+    if os.environ.get(ENV_FLAG) == "1" or os.environ.get(unattended.NBGRADER_EXECUTION) == "autograde":
         payload = {"key": key, "value": encode(value), "what": what, "rtol": float(rtol), "atol": float(atol)}
         from IPython.display import display
 

@@ -192,9 +192,11 @@ def test_monkeypatched_torch_and_numpy_testing_earn_nothing(graded):
 
 
 def test_forged_environment_variables_earn_nothing(graded):
+    """COURSE_GRADER_RECORD=0 does not silence the checks; NBGRADER_EXECUTION=autograde (which makes
+    record() publish under stock nbgrader) only records the wrong answer, which is compared."""
     r = graded["forged_env"]
-    assert r.tests["add_test"].points == 0
-    assert "did not record" in r.tests["add_test"].reason
+    assert r.tests["add_test"].points == 0 and r.tests["add_test"].status == "failed"
+    assert r.tests["add_test"].reason.startswith("Wrong result")
 
 
 def test_shadow_grader_module_written_to_the_workdir_earns_nothing(graded):

@@ -177,7 +177,7 @@ def test_stubbed_walkthrough_stubs_each_exercise_then_restores_it():
 
 def test_a_test_cell_ending_in_an_expression_is_flagged():
     """Its value would show as Out[n], and stock nbgrader reads a number there as partial credit."""
-    from grader.course import ends_with_expression
+    from grader.authoring import ends_with_expression
 
     assert ends_with_expression('record("k", f(x))\n### BEGIN HIDDEN TESTS\nrecord("h", f(y))\n### END HIDDEN TESTS')
     assert ends_with_expression("x = 1\nx")
