@@ -85,9 +85,9 @@ class DaskRunner:
         return self.client.submit(function, job, pure=False)
 
     def wait_any(self, futures) -> set:
-        from distributed import wait
+        from distributed.client import _wait  # distributed.wait() would look for a default client
 
-        return set(wait(list(futures), return_when="FIRST_COMPLETED").done)
+        return set(self.client.sync(_wait, list(futures), return_when="FIRST_COMPLETED").done)
 
     @staticmethod
     def result(future):

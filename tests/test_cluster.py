@@ -1,0 +1,249 @@
+"""Autograde on a real Dask cluster: `dask scheduler` and `dask worker` processes on 127.0.0.1.
+
+Each worker runs in an empty folder of its own: it gets every job as data (grader.jobs) and never
+sees the course directory. The cluster must give the same gradebook as local workers, survive a
+worker killed mid-batch, and refuse clearly - before any work - when the scheduler is unreachable,
+has no workers, or its workers run other grading code; a worker without bubblewrap refuses each
+submission, which stays pending.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from grader import course as nbs
+from grader.assembly import GraderError, build, release
+from grader.batch import NotGraded, autograde
+from grader.collect import collect
+from grader.coursedir import CourseDir
+from grader.execute import save_reference
+
+FIXTURE = Path(__file__).parent / "fixtures" / "grader" / "course" / "01_fixture.ipynb"
+A = "01_fixture"
+DASK = str(Path(sys.executable).parent / "dask")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Cluster:
+    """A scheduler and workers as real processes; every process is ended by :meth:`close`."""
+
+    def __init__(self, base: Path):
+        self.base, self.port = base, free_port()
+        self.address = f"tcp://127.0.0.1:{self.port}"
+        self.processes: list[subprocess.Popen] = []
+        self.workers: list[subprocess.Popen] = []
+
+    def _start(self, args: list[str], folder: Path, env: dict | None = None) -> subprocess.Popen:
+        folder.mkdir(parents=True, exist_ok=True)
+        log = open(folder.with_suffix(".log"), "w")
+        process = subprocess.Popen([DASK, *args], cwd=folder, env=env or dict(os.environ), stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+        self.processes.append(process)
+        return process
+
+    def start_scheduler(self) -> None:
+        self._start(["scheduler", "--host", "127.0.0.1", "--port", str(self.port), "--no-dashboard"],
+                    self.base / "scheduler")
+
+    def start_worker(self, name: str, env: dict | None = None) -> subprocess.Popen:
+        worker = self._start(["worker", self.address, "--nthreads", "1", "--no-nanny", "--host", "127.0.0.1",
+                              "--no-dashboard", "--name", name, "--local-directory", str(self.base / name / "dask")],
+                             self.base / name, env)
+        self.workers.append(worker)
+        return worker
+
+    def wait_for_workers(self, count: int, timeout: float = 60) -> None:
+        from distributed import Client
+
+        with Client(self.address, timeout=timeout, set_as_default=False) as client:
+            client.wait_for_workers(count, timeout=timeout)
+
+    def close(self) -> None:
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+@contextmanager
+def cluster(base: Path, workers: int = 2, env: dict | None = None):
+    running = Cluster(base)
+    try:
+        running.start_scheduler()
+        for number in range(workers):
+            running.start_worker(f"worker{number}", env)
+        if workers:
+            running.wait_for_workers(workers)
+        yield running
+    finally:
+        running.close()
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory):
+    """The fixture course, released, with a class of six collected (not graded)."""
+    base = tmp_path_factory.mktemp("cluster")
+    root = base / "course"
+    build(root, FIXTURE.parent)
+    release(root)
+    source = nbs.read_notebook(FIXTURE)
+    bug = nbs.read_notebook(FIXTURE)
+    for cell in bug.cells:
+        cell.source = cell.source.replace("x[:, None, :] - y[None, :, :]", "y[:, None, :] - x[None, :, :]")
+    release_nb = nbs.read_notebook(root / "release" / A / f"{A}.ipynb")
+    class_ = {"ann": source, "bob": release_nb, "dan": bug, "eve": nbs.stub(source, {"pairwise", "mean_of"}),
+              "fay": nbs.stub(source, {"scale"}), "gus": source}
+    for student, nb in class_.items():
+        nbs.write_notebook(nb, base / "inbox" / student / f"{A}.ipynb")
+    (base / "inbox" / "hal").mkdir()
+    (base / "inbox" / "hal" / f"{A}.ipynb").write_text('{"cells": [')
+    collect(root, base / "inbox")
+    return root
+
+
+def copy_of(root: Path, target: Path) -> Path:
+    shutil.copytree(root, target)
+    return target
+
+
+def gradebook(root: Path) -> dict[tuple[str, str], tuple[float, str, str]]:
+    """(student, grade cell) -> (points, status, reason), from the markers, and the gradebook's scores."""
+    from nbgrader.api import Grade, Gradebook
+
+    from grader.gradebook import outcomes
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        scores = {(g.student.id, g.name): g.auto_score for g in gb.db.query(Grade).all()}
+    verdicts = {(o.student, t["grade_id"]): (t["points"], t["status"], t["reason"])
+                for o in outcomes(CourseDir(root)) for t in o.tests}
+    assert {k: v[0] for k, v in verdicts.items()} == scores
+    return verdicts
+
+
+@pytest.fixture(scope="module")
+def local_grades(collected, tmp_path_factory):
+    one = copy_of(collected, tmp_path_factory.mktemp("w1") / "course")
+    two = copy_of(collected, tmp_path_factory.mktemp("w2") / "course")
+    autograde(one, workers=1)
+    autograde(two, workers=2)
+    return gradebook(one), gradebook(two)
+
+
+def test_a_cluster_grades_exactly_as_one_or_two_local_workers(collected, local_grades, tmp_path):
+    ours = copy_of(collected, tmp_path / "course")
+    with cluster(tmp_path / "nodes") as nodes:
+        autograde(ours, scheduler=nodes.address)
+        for worker in ("worker0", "worker1"):  # workers saw only their own empty folders
+            assert not list((tmp_path / "nodes" / worker).glob("*.ipynb"))
+    one, two = local_grades
+    assert one == two
+    assert gradebook(ours) == one
+    assert {s for s, _ in one} == {"ann", "bob", "dan", "eve", "fay", "gus", "hal"}
+    assert 0 < sum(v[0] for v in one.values()) < len(one) * 3  # right and wrong answers
+
+
+def test_a_worker_killed_mid_batch_costs_a_retry_not_a_grade(collected, local_grades, tmp_path):
+    ours = copy_of(collected, tmp_path / "course")
+    with cluster(tmp_path / "nodes") as nodes:
+        errors = []
+        batch = threading.Thread(target=lambda: _run(errors, ours, nodes.address))
+        batch.start()
+        marker_dir = ours / "autograded"
+        deadline = time.monotonic() + 240
+        while not list(marker_dir.glob(f"*/{A}/course-grader.json")) and time.monotonic() < deadline:
+            time.sleep(0.2)  # the reference has run and grading is under way
+        victim = nodes.workers[int(busy_worker(nodes.address)[-1])]  # one that holds a job now
+        os.killpg(victim.pid, signal.SIGKILL)
+        batch.join(timeout=600)
+        assert not batch.is_alive() and not errors, errors
+        assert victim.poll() is not None
+    assert gradebook(ours) == local_grades[0]
+
+
+def busy_worker(address: str, timeout: float = 120) -> str:
+    """The name of a worker that is running a job (asked of the scheduler)."""
+    from distributed import Client
+
+    with Client(address, set_as_default=False) as client:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            names = {a: w["name"] for a, w in client.scheduler_info()["workers"].items()}
+            busy = [names[a] for a, jobs in client.processing().items() if jobs and a in names]
+            if busy:
+                return busy[0]
+            time.sleep(0.1)
+    raise AssertionError("no worker took a job")
+
+
+def _run(errors: list, root: Path, address: str) -> None:
+    try:
+        autograde(root, scheduler=address)
+    except Exception as error:  # noqa: BLE001 - reported by the test
+        errors.append(error)
+
+
+def test_an_unreachable_scheduler_is_refused_within_seconds(collected, tmp_path):
+    ours = copy_of(collected, tmp_path / "course")
+    start = time.monotonic()
+    with pytest.raises(GraderError, match="cannot reach the Dask scheduler"):
+        autograde(ours, scheduler=f"tcp://127.0.0.1:{free_port()}")
+    assert time.monotonic() - start < 30
+    assert not (ours / "autograded").exists()
+
+
+def test_a_scheduler_without_workers_is_refused(collected, tmp_path):
+    ours = copy_of(collected, tmp_path / "course")
+    with cluster(tmp_path / "nodes", workers=0) as nodes:
+        with pytest.raises(GraderError, match="has no workers"):
+            autograde(ours, scheduler=nodes.address)
+    assert not (ours / "autograded").exists()
+
+
+def test_workers_running_other_grading_code_are_refused(collected, tmp_path):
+    """A worker that imports a changed copy of the grader (another version) grades nothing."""
+    changed = tmp_path / "other-version"
+    shutil.copytree(Path(nbs.__file__).parent, changed / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(changed / "grader" / "verdicts.py", "a") as verdicts:
+        verdicts.write("\n# a different release of the grader\n")
+    env = dict(os.environ, PYTHONPATH=str(changed))
+    ours = copy_of(collected, tmp_path / "course")
+    with cluster(tmp_path / "nodes", workers=1, env=env) as nodes:
+        with pytest.raises(GraderError, match="run different grading code"):
+            autograde(ours, scheduler=nodes.address)
+    assert not (ours / "autograded").exists()
+
+
+def test_a_worker_without_bubblewrap_refuses_each_submission_and_they_stay_pending(collected, tmp_path):
+    no_bwrap = dict(os.environ, PATH=str(Path(sys.executable).parent))
+    assert shutil.which("bwrap", path=no_bwrap["PATH"]) is None
+    ours = copy_of(collected, tmp_path / "course")
+    course = CourseDir(ours)
+    course.references(A).parent.mkdir()
+    save_reference(course.source_notebook(A), course.references(A))  # made here, as by an earlier batch
+    with cluster(tmp_path / "nodes", workers=1, env=no_bwrap) as nodes:
+        with pytest.raises(NotGraded) as refused:
+            autograde(ours, scheduler=nodes.address)
+    said = str(refused.value)
+    for student in ("ann", "bob", "hal"):
+        assert f"{student} / {A}: cannot isolate student code: bubblewrap" in said and "--unsafe" in said
+    assert not list((ours / "autograded").glob(f"*/{A}/course-grader.json"))
