@@ -21,15 +21,14 @@ from pathlib import Path
 
 import pytest
 
+from classroom import A, FIXTURE, class_of, released_course, write_inbox
 from grader import course as nbs
-from grader.assembly import GraderError, build, release
+from grader.assembly import GraderError
 from grader.batch import NotGraded, autograde
 from grader.collect import collect
 from grader.coursedir import CourseDir
 from grader.execute import save_reference
 
-FIXTURE = Path(__file__).parent / "fixtures" / "grader" / "course" / "01_fixture.ipynb"
-A = "01_fixture"
 DASK = str(Path(sys.executable).parent / "dask")
 
 
@@ -103,18 +102,9 @@ def cluster(base: Path, workers: int = 2, env: dict | None = None):
 def collected(tmp_path_factory):
     """The fixture course, released, with a class of six collected (not graded)."""
     base = tmp_path_factory.mktemp("cluster")
-    root = base / "course"
-    build(root, FIXTURE.parent)
-    release(root)
+    root = released_course(base / "course")
     source = nbs.read_notebook(FIXTURE)
-    bug = nbs.read_notebook(FIXTURE)
-    for cell in bug.cells:
-        cell.source = cell.source.replace("x[:, None, :] - y[None, :, :]", "y[:, None, :] - x[None, :, :]")
-    release_nb = nbs.read_notebook(root / "release" / A / f"{A}.ipynb")
-    class_ = {"ann": source, "bob": release_nb, "dan": bug, "eve": nbs.stub(source, {"pairwise", "mean_of"}),
-              "fay": nbs.stub(source, {"scale"}), "gus": source}
-    for student, nb in class_.items():
-        nbs.write_notebook(nb, base / "inbox" / student / f"{A}.ipynb")
+    write_inbox(base / "inbox", {**class_of(root), "fay": nbs.stub(source, {"scale"}), "gus": source})
     (base / "inbox" / "hal").mkdir()
     (base / "inbox" / "hal" / f"{A}.ipynb").write_text('{"cells": [')
     collect(root, base / "inbox")

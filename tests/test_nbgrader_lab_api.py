@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
-import time
 import urllib.parse
 import urllib.request
 from contextlib import contextmanager
@@ -21,55 +18,31 @@ from pathlib import Path
 
 import pytest
 
+from browser_support import running_lab
+from classroom import A, FIXTURE, released_course
 from grader import course as nbs
-from grader.assembly import build, release
+from grader.assembly import release
 from grader.coursedir import CourseDir
 from grader.config import COURSE_ID
 from grader.lab import student_config, student_copies
 
-FIXTURE = Path(__file__).parent / "fixtures" / "grader" / "course" / "01_fixture.ipynb"
-A = "01_fixture"
-TOKEN = "course-test-token"
 
 
 @contextmanager
 def jupyter_server(cwd: Path, tmp: Path):
     """A Jupyter server with nbgrader's extensions, started in ``cwd`` (its root folder)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), HOME=str(tmp / "home"))
-    log = open(tmp / f"server-{port}.log", "w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "server", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-         f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={cwd}", "--allow-root"],
-        cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                call(base, "GET", "/api/status")
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError((tmp / f"server-{port}.log").read_text()[-3000:])
-                time.sleep(0.5)
-        yield base, tmp / f"server-{port}.log"
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
+    log = tmp / f"server-{cwd.name}.log"
+    argv = [sys.executable, "-m", "jupyter", "server", "--no-browser", "--ip=127.0.0.1",
+            f"--ServerApp.root_dir={cwd}", "--allow-root"]
+    with running_lab(argv, cwd, log, env) as server:
+        yield server, log
 
 
-def call(base: str, method: str, path: str, form: dict | None = None, timeout: float = 10):
+def call(server, method: str, path: str, form: dict | None = None, timeout: float = 10):
     data = urllib.parse.urlencode(form).encode() if form is not None else None
-    request = urllib.request.Request(base + path, data=data, method=method,
-                                     headers={"Authorization": f"token {TOKEN}"})
+    request = urllib.request.Request(server.url + path, data=data, method=method,
+                                     headers={"Authorization": f"token {server.token}"})
     with urllib.request.urlopen(request, timeout=timeout) as reply:
         return json.loads(reply.read() or b"null")
 
@@ -77,10 +50,7 @@ def call(base: str, method: str, path: str, form: dict | None = None, timeout: f
 @pytest.fixture(scope="module")
 def released(tmp_path_factory):
     base = tmp_path_factory.mktemp("lab api")
-    root = base / "course"
-    build(root, FIXTURE.parent)
-    release(root)
-    return base, root
+    return base, released_course(base / "course")
 
 
 def test_release_puts_each_assignment_into_the_exchange(released):

@@ -16,13 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import course as nbs
-from grader.assembly import build, release
+from classroom import A, class_of, released_course, write_inbox
 from grader.batch import autograde
 from grader.collect import collect
-
-FIXTURE = Path(__file__).parent / "fixtures" / "grader" / "course" / "01_fixture.ipynb"
-A = "01_fixture"
 NBGRADER = "import sys; from nbgrader.apps.nbgraderapp import main; sys.exit(main())"
 
 
@@ -39,18 +35,8 @@ def cell_scores(root: Path) -> dict[tuple[str, str], float]:
 def class_dirs(tmp_path_factory):
     """The fixture course with four students, graded by course-grader; and an ungraded copy."""
     base = tmp_path_factory.mktemp("stock")
-    root = base / "course"
-    build(root, FIXTURE.parent)
-    release(root)
-    source = nbs.read_notebook(FIXTURE)
-    bug = nbs.read_notebook(FIXTURE)
-    for cell in bug.cells:
-        cell.source = cell.source.replace("x[:, None, :] - y[None, :, :]", "y[:, None, :] - x[None, :, :]")
-    class_ = {"ann": source, "bob": nbs.read_notebook(root / "release" / A / f"{A}.ipynb"),
-              "dan": bug, "eve": nbs.stub(source, {"pairwise", "mean_of"})}
-    for student, nb in class_.items():
-        nbs.write_notebook(nb, base / "inbox" / student / f"{A}.ipynb")
-    collect(root, base / "inbox")
+    root = released_course(base / "course")
+    collect(root, write_inbox(base / "inbox", class_of(root)))
     copy = base / "stock"
     shutil.copytree(root, copy)
     autograde(root, workers=2, unsafe=False)
