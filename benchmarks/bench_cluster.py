@@ -65,10 +65,15 @@ def start_cluster(base: Path, workers: int) -> tuple[str, list[subprocess.Popen]
 
 
 def stop(processes: list[subprocess.Popen]) -> None:
+    """End the cluster's processes: politely, then for good."""
     for process in reversed(processes):
         os.killpg(process.pid, signal.SIGTERM)
     for process in processes:
-        process.wait(timeout=30)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 def with_references(prepared: Path, references: Path, target: Path) -> Path:

@@ -78,7 +78,7 @@ class Cluster:
                 os.killpg(process.pid, signal.SIGTERM)
         for process in self.processes:
             try:
-                process.wait(timeout=20)
+                process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
