@@ -16,6 +16,7 @@ from .gradebook import Outcome, outcomes as _outcomes, save_result
 from .jobs import Assignment, GradeJob, ReferenceJob, run_grade_job, run_reference_job
 from .references import References, sha256_of
 from .runner import open_runner
+from .seal import course_key
 from .schedule import GradingQueue
 
 __all__ = ["ReferenceFailed", "NotGraded", "autograde", "outcomes"]
@@ -39,13 +40,13 @@ def outcomes(root: Path, names: list[str] | None = None, students: list[str] | N
     return _outcomes(CourseDir(Path(root)), names, students)
 
 
-def _reference_plan(course: CourseDir, names: list[str]) -> tuple[list[str], dict[str, float]]:
-    """The assignments whose references file is missing or older than the source (their solution
-    must run again), and how long each up-to-date reference run took."""
+def _reference_plan(course: CourseDir, names: list[str], key: bytes) -> tuple[list[str], dict[str, float]]:
+    """The assignments whose references file is missing, older than the source, or changed since the
+    grader sealed it (their solution must run again), and how long each up-to-date run took."""
     stale, seconds = [], {}
     for assignment in names:
         try:
-            cached = References.load(course.references(assignment))
+            cached = References.load(course.references(assignment), key)
         except (OSError, ValueError):
             cached = None
         if cached is not None and cached.source_sha256 == sha256_of(course.source_notebook(assignment)):
@@ -55,22 +56,47 @@ def _reference_plan(course: CourseDir, names: list[str]) -> tuple[list[str], dic
     return stale, seconds
 
 
-def _pending(course: CourseDir, names: list[str], students: list[str] | None, force: bool):
-    """(student, assignment) pairs that have a submission and no up-to-date grade."""
+def _pending(course: CourseDir, names: list[str], students: list[str] | None, force: bool, stale: list[str],
+             scores: dict[tuple[str, str, str], float | None]):
+    """(student, assignment) pairs that have a submission and no up-to-date grade.
+
+    A grade is up to date when its marker names this submission's timestamp, the current source and
+    the current (sealed) reference values, and the gradebook holds the marker's points; a submission
+    of an assignment whose reference values must be computed again is graded again."""
     todo = []
     sources = {assignment: sha256_of(course.source_notebook(assignment)) for assignment in names}
+    references = {assignment: sha256_of(course.references(assignment)) for assignment in names
+                  if assignment not in stale}
     for student in course.students():
         if students and student not in students:
             continue
         for assignment in names:
             if not course.submission(student, assignment).is_dir():
                 continue
-            marker = course.read_marker(student, assignment)
-            current = marker is not None and marker.get("timestamp") == course.timestamp(student, assignment) \
-                and marker.get("source_sha256") == sources[assignment]
+            marker = course.read_marker(student, assignment) or {}
+            current = (assignment not in stale and marker.get("timestamp") == course.timestamp(student, assignment)
+                       and marker.get("source_sha256") == sources[assignment]
+                       and marker.get("references_sha256") == references[assignment]
+                       and _in_gradebook(marker, scores))
             if force or not current:
                 todo.append((student, assignment))
     return todo
+
+
+def _in_gradebook(marker: dict, scores: dict[tuple[str, str, str], float | None]) -> bool:
+    """Whether the gradebook holds every test score the marker says was saved."""
+    try:
+        return all(scores.get((marker["student"], marker["assignment"], t["grade_id"])) == t["points"]
+                   for t in marker["tests"])
+    except (KeyError, TypeError):
+        return False
+
+
+def _gradebook_scores(gb) -> dict[tuple[str, str, str], float | None]:
+    """(student, assignment, grade_id) -> auto score, every grade in the gradebook."""
+    from nbgrader.api import Grade
+
+    return {(g.student.id, g.assignment.name, g.name): g.auto_score for g in gb.db.query(Grade).all()}
 
 
 def _require_submissions(course: CourseDir, students: list[str] | None) -> None:
@@ -119,11 +145,14 @@ def autograde(root: Path, *, assignments: list[str] | None = None, students: lis
                 unreleased.append(name)
     if unreleased:
         release(course.root, unreleased)
-    todo = _pending(course, names, students, force)
-    batch = _Batch(course, limits, unsafe, progress)
+    key = course_key(course.key)
+    stale, seconds = _reference_plan(course, names, key)
+    with Gradebook(db_url, course_id) as gb:
+        todo = _pending(course, names, students, force, stale, _gradebook_scores(gb))
+    batch = _Batch(course, limits, unsafe, progress, key)
     if todo:
         with open_runner(workers=workers, scheduler=scheduler) as runner, Gradebook(db_url, course_id) as gb:
-            batch.run(runner, gb, todo)
+            batch.run(runner, gb, todo, [a for a in stale if any(a == t for _, t in todo)], seconds)
     graded = _outcomes(course, names, students)
     if batch.failed:
         raise ReferenceFailed("; ".join(f"the reference run of {assignment} failed, so its submissions were not "
@@ -139,8 +168,8 @@ class _Batch:
     """One batch: reference runs first, each assignment's submissions as soon as its own reference
     is done (grader.schedule), every result saved the moment it arrives."""
 
-    def __init__(self, course: CourseDir, limits, unsafe: bool, progress: bool):
-        self.course, self.limits, self.unsafe, self.progress = course, limits, unsafe, progress
+    def __init__(self, course: CourseDir, limits, unsafe: bool, progress: bool, key: bytes):
+        self.course, self.limits, self.unsafe, self.progress, self.key = course, limits, unsafe, progress, key
         self.failed: dict[str, str] = {}                   # assignment -> why its reference failed
         self.refused: dict[tuple[str, str], str] = {}      # (student, assignment) -> why not graded
         self.trusted: dict[str, Assignment] = {}
@@ -150,8 +179,7 @@ class _Batch:
             self.trusted[name] = Assignment.from_source(self.course.source_notebook(name))
         return self.trusted[name]
 
-    def run(self, runner, gb, todo: list[tuple[str, str]]) -> None:
-        stale, seconds = _reference_plan(self.course, sorted({a for _, a in todo}))
+    def run(self, runner, gb, todo: list[tuple[str, str]], stale: list[str], seconds: dict[str, float]) -> None:
         queue = GradingQueue(stale, todo, seconds)
         running: dict = {}  # future -> job
         bar = _progress(len(todo)) if self.progress else None
@@ -176,7 +204,7 @@ class _Batch:
         notebook = self.course.submitted_notebook(student, assignment)
         content = notebook.read_bytes() if notebook.is_file() else None
         missing = "" if content is not None else " ".join(self.course.rejections(student, assignment))
-        references = References.load(self.course.references(assignment)).to_dict()
+        references = References.load(self.course.references(assignment), self.key).to_dict()
         return runner.submit(run_grade_job, GradeJob(self._assignment(assignment), content, references,
                                                      self.limits, self.unsafe, missing))
 
@@ -194,7 +222,7 @@ class _Batch:
                 return
             path = self.course.references(job[1])
             path.parent.mkdir(parents=True, exist_ok=True)
-            references.save(path)
+            references.save(path, self.key)
             queue.reference_done(job[1], references.seconds)
             return
         _, student, assignment = job

@@ -62,6 +62,11 @@ class CourseDir:
     def released_notebook(self, assignment: str) -> Path:
         return self.release(assignment) / f"{assignment}.ipynb"
 
+    @property
+    def key(self) -> Path:
+        """The course's secret key (grader.seal)."""
+        return self.root / ".course-grader-key"
+
     def references(self, assignment: str) -> Path:
         return self.root / "references" / f"{assignment}.json"
 

@@ -28,6 +28,7 @@ class Outcome:
     problems: list[str]     # what needs the instructor's attention
     timestamp: str = ""
     source_sha256: str = ""
+    references_sha256: str = ""  # the reference values it was compared with
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -63,9 +64,11 @@ def save_result(course: CourseDir, gb, student: str, assignment: str, result: di
         grade.auto_score = test["points"]
         grade.needs_manual_grade = False
     gb.db.commit()
+    references = course.references(assignment)
     outcome = Outcome(student, assignment, sum(t["points"] for t in result["tests"]),
                       sum(t["max_points"] for t in result["tests"]), result["tests"], problems, stamp,
-                      sha256_of(course.source_notebook(assignment)))
+                      sha256_of(course.source_notebook(assignment)),
+                      sha256_of(references) if references.is_file() else "")
     _write_atomic(course.marker(student, assignment), json.dumps(asdict(outcome), indent=1, ensure_ascii=False))
     return outcome
 

@@ -14,6 +14,8 @@ import hashlib
 import json
 from pathlib import Path
 
+from .seal import seal, verify
+
 __all__ = ["References", "sha256_of"]
 
 
@@ -42,9 +44,19 @@ class References:
         return cls(data["cells"], data.get("source_sha256", ""),
                    float(seconds) if isinstance(seconds, (int, float)) else 0.0)
 
-    def save(self, path: Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict()), encoding="utf-8")
+    def save(self, path: Path, key: bytes | None = None) -> None:
+        """Write the file; with the course's ``key`` (grader.seal) it carries a seal."""
+        data = self.to_dict()
+        if key is not None:
+            data["seal"] = seal(key, self.to_dict())
+        Path(path).write_text(json.dumps(data), encoding="utf-8")
 
     @classmethod
-    def load(cls, path: Path) -> "References":
-        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")), str(path))
+    def load(cls, path: Path, key: bytes | None = None) -> "References":
+        """Read the file; with ``key``, refuse (ValueError) one whose seal does not match."""
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if key is not None and not (isinstance(data, dict) and verify(key, {k: v for k, v in data.items()
+                                                                            if k != "seal"}, data.get("seal"))):
+            raise ValueError(f"{path} was changed after the grader wrote it; it is computed again")
+        return cls.from_dict({k: v for k, v in data.items() if k != "seal"} if isinstance(data, dict) else data,
+                             str(path))

@@ -25,6 +25,7 @@ from .course import is_test, nbgrader_meta
 from .coursedir import CourseDir
 from .record import MIME_TYPE
 from .references import References, sha256_of
+from .seal import course_key
 from .verdicts import check_records, test_reason
 from .invocation import command
 
@@ -68,8 +69,9 @@ class CheckRecords(Preprocessor):
 
         source = CourseDir(root).source(assignment) / f"{notebook}.ipynb"
         target = CourseDir(root).references(assignment)
+        key = course_key(CourseDir(root).key)
         try:
-            cached = References.load(target)
+            cached = References.load(target, key)
             if cached.source_sha256 == sha256_of(source):
                 return cached
         except (OSError, ValueError):
@@ -80,7 +82,9 @@ class CheckRecords(Preprocessor):
                                f"`{command('autograde ' + assignment)}` once on a grading machine (or apt-get install bubblewrap)")
         self.log.info("Running the solution of %s once for its reference values", assignment)
         target.parent.mkdir(parents=True, exist_ok=True)
-        return save_reference(source, target, limits=Limits())
+        references = save_reference(source, target, limits=Limits())
+        references.save(target, key)  # sealed, as course-grader writes it
+        return references
 
     @staticmethod
     def check_cell(cell, expected: dict | None) -> None:
