@@ -49,8 +49,8 @@ def submissions(inbound: Path, assignments: set[str], check_owner: bool = True,
     valid: list[tuple[Submission, str]] = []  # with the student id as written in the folder name
     refused: list[Rejected] = []
     for entry in sorted(os.scandir(inbound), key=lambda e: e.name):
-        if entry.name.startswith("."):
-            continue  # e.g. .DS_Store; no student id starts with a dot
+        if entry.name.startswith(".") and not entry.is_dir(follow_symlinks=False):
+            continue  # e.g. .DS_Store; a hidden folder is reported (``..+a+t`` is an attack)
         try:
             found = _read(Path(entry.path), assignments, check_owner, now)
         except GraderError as error:
