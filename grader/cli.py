@@ -47,7 +47,7 @@ def cmd_release(args) -> int:
 def cmd_collect(args) -> int:
     from .collect import collect
 
-    report = collect(args.root, args.inbox, args.assignment or None)
+    report = collect(args.root, args.inbox, args.assignment or None, check_owner=args.check_owner)
     for item in report.imported:
         print(f"collected {item.student} / {item.assignment} ({item.timestamp})")
     for item in report.rejected:
@@ -200,6 +200,9 @@ def parser() -> argparse.ArgumentParser:
     p = command("collect", cmd_collect, "import submissions: one folder or zip per student, or an nbgrader exchange")
     p.add_argument("inbox", type=Path)
     p.add_argument("--assignment", action="append", default=[])
+    p.add_argument("--no-check-owner", dest="check_owner", action="store_false",
+                   help="exchange only: accept submission folders not owned by the student they name "
+                        "(for an exchange copied without its owners)")
     p = command("autograde", cmd_autograde, "grade submissions (sandboxed, resumable, idempotent)")
     p.add_argument("--assignment", action="append", default=[])
     p.add_argument("--student", action="append", default=[])

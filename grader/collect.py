@@ -2,33 +2,41 @@
 
 An inbox holds, per student, a folder or a ``.zip`` named by the student id, with the assignment
 notebooks anywhere inside; or it is an nbgrader exchange (``<course>/inbound/<student>+<assignment>+
-<timestamp>...``). A notebook is matched by its file name (``01_tensors.ipynb``), or, when renamed,
-by the nbgrader cell ids it shares with exactly one assignment. Unreadable files are rejected and
-reported; the submission folder then records why (``rejected.json``) so autograde can say so.
+<timestamp>...``, see :mod:`grader.exchange`). A notebook is matched by its file name
+(``01_tensors.ipynb``), or, when renamed, by the nbgrader cell ids it shares with exactly one
+assignment.
+
+Uploads are untrusted. They are read without following symbolic links (:mod:`grader.uploads`),
+zips within size limits (:mod:`grader.zips`); two uploads naming the same student (``bob/`` and
+``bob.zip``, ``Bob``) are both refused. Whatever is refused is listed in the report with what to
+do, and never stops the others or touches what an earlier collect stored. An unreadable notebook
+is stored as a record of why (``rejected.json``) so that autograde can say so for that student.
 """
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
-import unicodedata
-import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
+from typing import Callable
 
 import nbformat
 
 from .assembly import GraderError, assignments
-from .coursedir import CourseDir
+from .coursedir import REJECTED_FILE, TIMESTAMP_FILE, CourseDir, timestamp_text
 from .course import nbgrader_meta
+from .exchange import read_timestamp, submissions
+from .uploads import (LINK_ADVICE, Notebook, Rejected, check_student_id, collisions, open_file, open_folder,
+                      read_notebooks)
+from .zips import ZipLimits, read_zip
 
 __all__ = ["Imported", "Rejected", "CollectReport", "check_student_id", "collect", "REJECTED_FILE",
            "TIMESTAMP_FILE", "timestamp_text"]
 
-REJECTED_FILE = "rejected.json"
-TIMESTAMP_FILE = "timestamp.txt"
-FORBIDDEN = set('/\\*?[]:"<>|') | {chr(c) for c in range(32)} | {"\x7f"}
 
 
 @dataclass
@@ -39,160 +47,167 @@ class Imported:
 
 
 @dataclass
-class Rejected:
-    where: str
-    reason: str
-
-
-@dataclass
 class CollectReport:
     imported: list[Imported] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
 
 
-def check_student_id(raw: str) -> str:
-    """The id, NFC-normalised; raises GraderError for ids that could escape the course directory."""
-    student = unicodedata.normalize("NFC", raw).strip()
-    if not student or student in (".", "..") or student.startswith(".") or FORBIDDEN & set(student) \
-            or ".." in student or len(student) > 200:
-        raise GraderError(f"refusing student id {raw!r}: ids may not be empty, start with '.', contain '..', "
-                          "path separators, wildcards or control characters; rename the folder or zip")
-    return student
+def collect(root: Path, inbox: Path, selected: list[str] | None = None, *, check_owner: bool = True,
+            zip_limits: ZipLimits = ZipLimits()) -> CollectReport:
+    """Import every student's notebooks from ``inbox``; return what was imported and rejected.
+
+    check_owner: in an nbgrader exchange, count a submission only if its folder belongs to the
+        user it names (nbgrader's ``ExchangeCollect.check_owner``); turn off only for an exchange
+        copied without its owners.
+    zip_limits: how large a student's zip may unpack (:class:`grader.zips.ZipLimits`).
+    """
+    if not inbox.is_dir():
+        raise GraderError(f"inbox {inbox} is not a folder; expected one folder or .zip per student")
+    known = {a: _grade_ids(CourseDir(root).source_notebook(a).read_bytes()) for a in (selected or assignments(root))}
+    report = CollectReport()
+    inbound = next((p for p in [inbox / "inbound", *inbox.glob("*/inbound")] if p.is_dir()), None)
+    if inbound is not None:
+        found, report.rejected = submissions(inbound, set(known), check_owner)
+        for sub in found:
+            upload = sub.folder.name
+            notebooks = _guarded(report, upload, partial(_read_folder, sub.folder, upload))
+            when = {sub.assignment: sub.when}
+            _import(root, sub.student, notebooks, {sub.assignment: known[sub.assignment]}, when, report, upload)
+        return report
+    uploads = _uploads(inbox, report, zip_limits)
+    clashes = collisions({where: student for where, (student, _) in uploads.items()})
+    for where, (student, read) in sorted(uploads.items()):
+        if where in clashes:
+            others = ", ".join(repr(o) for o in clashes[where])
+            report.rejected.append(Rejected(where, f"{where} names the same student as {others} (ids differing only "
+                                            "in spaces, unicode form or case); none of them was collected: keep "
+                                            "one upload per student and collect again"))
+            continue
+        _import(root, student, _guarded(report, where, read), known, {}, report, where)
+    return report
 
 
-def timestamp_text(when: datetime) -> str:
-    """nbgrader's timestamp.txt format."""
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f %Z")
+def _uploads(inbox: Path, report: CollectReport, zip_limits: ZipLimits) -> dict[str, tuple[str, Callable]]:
+    """Inbox entry name -> (the student id it names, how to read it); odd entries are rejected."""
+    found = {}
+    for entry in sorted(os.scandir(inbox), key=lambda e: e.name):
+        if entry.name.startswith("."):
+            continue
+        path, where = Path(entry.path), entry.name
+        if entry.is_symlink():
+            report.rejected.append(Rejected(where, f"{where} {LINK_ADVICE}"))
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            raw, read = where, partial(_read_folder, path, where)
+        elif where.endswith(".zip") and entry.is_file(follow_symlinks=False):
+            raw, read = where[:-len(".zip")], partial(_read_zip, path, where, zip_limits)
+        else:
+            report.rejected.append(Rejected(where, f"{where} is neither a student folder nor a .zip"))
+            continue
+        try:
+            found[where] = (check_student_id(raw), read)
+        except GraderError as error:
+            report.rejected.append(Rejected(where, str(error)))
+    return found
 
 
-def _mtime(path: Path) -> datetime:
-    return datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc)
-
-
-def _safe_extract(archive: Path, target: Path) -> None:
-    with zipfile.ZipFile(archive) as zf:
-        for member in zf.infolist():
-            name = Path(member.filename)
-            if name.is_absolute() or ".." in name.parts:
-                raise GraderError(f"{archive.name}: refusing archive member {member.filename!r} outside the archive")
-        zf.extractall(target)
-
-
-def _grade_ids(path: Path) -> set[str]:
+def _guarded(report: CollectReport, where: str, read) -> list[Notebook]:
+    """Run ``read`` (-> notebooks, refused); a failure refuses this upload only, never the class."""
     try:
-        nb = nbformat.read(str(path), as_version=4)
+        notebooks, refused = read()
+    except GraderError as error:
+        report.rejected.append(Rejected(where, f"{where} {error}"))
+        return []
+    except Exception as error:  # noqa: BLE001 - one strange upload must not stop collecting the others
+        report.rejected.append(Rejected(where, f"{where} could not be read ({type(error).__name__}: {error}); "
+                                        "ask for it again"))
+        return []
+    report.rejected += refused
+    return notebooks
+
+
+def _read_folder(folder: Path, where: str):
+    fd = open_folder(folder)
+    try:
+        return read_notebooks(fd, where)
+    finally:
+        os.close(fd)
+
+
+def _read_zip(archive: Path, where: str, limits: ZipLimits):
+    with os.fdopen(open_file(archive), "rb") as file:
+        return read_zip(file, where, limits)
+
+
+def _grade_ids(data: bytes) -> set[str]:
+    try:
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
     except Exception:
         return set()
     return {nbgrader_meta(c).get("grade_id") for c in nb.cells if nbgrader_meta(c).get("grade_id")}
 
 
-def _match(notebooks: list[Path], known: dict[str, set[str]], report: CollectReport, who: str) -> dict[str, Path]:
+def _match(notebooks: list[Notebook], known: dict[str, set[str]], report: CollectReport) -> dict[str, Notebook]:
     """Assignment -> notebook, by file name first, then by shared grade_ids for renamed files."""
-    found: dict[str, Path] = {}
+    found: dict[str, Notebook] = {}
     unknown = []
-    for path in notebooks:
-        if path.stem in known and path.stem not in found:
-            found[path.stem] = path
+    for notebook in notebooks:
+        stem = Path(notebook.name).stem
+        if stem in known and stem not in found:
+            found[stem] = notebook
         else:
-            unknown.append(path)
-    for path in unknown:
-        ids = _grade_ids(path)
+            unknown.append(notebook)
+    for notebook in unknown:
+        ids = _grade_ids(notebook.data)
         candidates = [a for a, a_ids in known.items() if ids & a_ids and a not in found]
         if len(candidates) == 1:
-            found[candidates[0]] = path
+            found[candidates[0]] = notebook
         else:
-            report.rejected.append(Rejected(f"{who}/{path.name}", "not recognised as any assignment notebook "
+            report.rejected.append(Rejected(notebook.where, "not recognised as any assignment notebook "
                                             f"(expected one of: {', '.join(sorted(known))}.ipynb)"))
     return found
 
 
-def _store(root: Path, student: str, assignment: str, notebook: Path, when: datetime,
-           report: CollectReport, who: str) -> None:
-    target = root / "submitted" / student / assignment
-    if target.exists():
-        shutil.rmtree(target)
-    target.mkdir(parents=True)
-    (target / TIMESTAMP_FILE).write_text(timestamp_text(when), encoding="utf-8")
+def _import(root: Path, student: str, notebooks: list[Notebook], known: dict[str, set[str]],
+            when: dict[str, datetime], report: CollectReport, where: str) -> None:
+    """Store each matched notebook, dated by ``when``, else its timestamp.txt, else its mtime."""
+    now = datetime.now(timezone.utc)
+    for assignment, notebook in sorted(_match(notebooks, known, report).items()):
+        moment = when.get(assignment)
+        if moment is None and notebook.stamp is not None:
+            try:
+                moment = read_timestamp(notebook.stamp.decode("utf-8", "replace").strip(), now)
+            except GraderError as error:
+                report.rejected.append(Rejected(notebook.where, f"{notebook.name}: its {TIMESTAMP_FILE} {error}"))
+                continue
+        moment = moment or datetime.fromtimestamp(notebook.mtime, tz=timezone.utc)
+        _store(root, student, assignment, notebook, moment, report)
+
+
+def _store(root: Path, student: str, assignment: str, notebook: Notebook, when: datetime,
+           report: CollectReport) -> None:
+    """Write ``submitted/<student>/<assignment>/`` in a fresh folder, then swap it in: never half-written."""
+    parent = CourseDir(root).submission(student, assignment).parent
+    parent.mkdir(parents=True, exist_ok=True)
+    fresh = Path(tempfile.mkdtemp(prefix=f".{assignment}.incoming-", dir=parent))
+    (fresh / TIMESTAMP_FILE).write_text(timestamp_text(when), encoding="utf-8")
     try:
-        nbformat.read(str(notebook), as_version=4)
+        nbformat.reads(notebook.data.decode("utf-8"), as_version=4)
     except Exception as error:
         reason = (f"{notebook.name} is not a readable notebook (damaged or not notebook JSON: "
                   f"{type(error).__name__}); ask for it again, downloaded from JupyterLab "
                   "(File > Download)")
-        report.rejected.append(Rejected(f"{who}/{notebook.name}", reason))
-        (target / REJECTED_FILE).write_text(json.dumps({f"{assignment}.ipynb": reason}), encoding="utf-8")
+        report.rejected.append(Rejected(notebook.where, reason))
+        (fresh / REJECTED_FILE).write_text(json.dumps({f"{assignment}.ipynb": reason}), encoding="utf-8")
     else:
-        shutil.copyfile(notebook, target / f"{assignment}.ipynb")
+        (fresh / f"{assignment}.ipynb").write_bytes(notebook.data)
+    fresh.chmod(0o755)
+    target = parent / assignment
+    if target.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{assignment}.replaced-", dir=parent))
+        os.replace(target, old / assignment)
+        os.replace(fresh, target)
+        shutil.rmtree(old)
+    else:
+        os.replace(fresh, target)
     report.imported.append(Imported(student, assignment, timestamp_text(when)))
-
-
-def _notebooks(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
-
-
-def _collect_exchange(root: Path, inbound: Path, known, report: CollectReport) -> None:
-    latest: dict[tuple[str, str], tuple[datetime, Path]] = {}
-    for folder in sorted(p for p in inbound.iterdir() if p.is_dir()):
-        parts = folder.name.split("+")
-        if len(parts) < 3:
-            report.rejected.append(Rejected(folder.name, "not an nbgrader exchange submission folder"))
-            continue
-        try:
-            student = check_student_id(parts[0])
-        except GraderError as error:
-            report.rejected.append(Rejected(folder.name, str(error)))
-            continue
-        stamp = folder / TIMESTAMP_FILE
-        from nbgrader.utils import parse_utc
-
-        when = parse_utc(stamp.read_text().strip()) if stamp.exists() else _mtime(folder)
-        when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
-        key = (student, parts[1])
-        if parts[1] in known and (key not in latest or when > latest[key][0]):
-            latest[key] = (when, folder)
-    for (student, assignment), (when, folder) in sorted(latest.items()):
-        matched = _match(_notebooks(folder), {assignment: known[assignment]}, report, folder.name)
-        if assignment in matched:
-            _store(root, student, assignment, matched[assignment], when, report, folder.name)
-
-
-def collect(root: Path, inbox: Path, selected: list[str] | None = None) -> CollectReport:
-    """Import every student's notebooks from ``inbox``; return what was imported and rejected."""
-    if not inbox.is_dir():
-        raise GraderError(f"inbox {inbox} is not a folder; expected one folder or .zip per student")
-    ids = selected or assignments(root)
-    known = {a: _grade_ids(CourseDir(root).source_notebook(a)) for a in ids}
-    report = CollectReport()
-    inbound = next((p for p in [inbox / "inbound", *inbox.glob("*/inbound")] if p.is_dir()), None)
-    if inbound is not None:
-        _collect_exchange(root, inbound, known, report)
-        return report
-    with tempfile.TemporaryDirectory(prefix="collect-") as scratch:
-        for entry in sorted(inbox.iterdir()):
-            if entry.name.startswith("."):
-                continue
-            try:
-                student = check_student_id(entry.stem if entry.suffix == ".zip" else entry.name)
-            except GraderError as error:
-                report.rejected.append(Rejected(entry.name, str(error)))
-                continue
-            if entry.is_file() and entry.suffix == ".zip":
-                folder = Path(scratch) / f"{len(report.imported)}-{entry.stem}"
-                try:
-                    _safe_extract(entry, folder)
-                except (zipfile.BadZipFile, GraderError, OSError) as error:
-                    report.rejected.append(Rejected(entry.name, f"unreadable zip: {error}"))
-                    continue
-                when = _mtime(entry)
-            elif entry.is_dir():
-                folder, when = entry, None
-            else:
-                report.rejected.append(Rejected(entry.name, "neither a student folder nor a .zip"))
-                continue
-            for assignment, notebook in sorted(_match(_notebooks(folder), known, report, entry.name).items()):
-                stamp = notebook.parent / TIMESTAMP_FILE
-                from nbgrader.utils import parse_utc
-
-                moment = when or (parse_utc(stamp.read_text().strip()) if stamp.exists() else _mtime(notebook))
-                _store(root, student, assignment, notebook, moment, report, entry.name)
-    return report

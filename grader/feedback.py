@@ -1,17 +1,26 @@
 """Feedback: one HTML page per student and notebook, through nbgrader's own ``generate_feedback``.
 
 The autograded notebook keeps the hidden tests (instructors see them in formgrader). Before it
-becomes feedback, :class:`HideHiddenTests` (registered in ``nbgrader_config.py``) removes every
-hidden test region and replaces each graded test cell's outputs (tracebacks would quote hidden
-lines) by the verdict and its one-sentence reason.
+becomes feedback, :class:`HideHiddenTests` removes every hidden test region and replaces each graded
+test cell's outputs (tracebacks would quote hidden lines) by the verdict and its one-sentence reason.
+
+Every output was made by a kernel running the student's code, so a student can display
+``<script>``, an ``<img onerror=...>`` or a JavaScript output, which would run in the browser of
+whoever opens the page. :class:`SanitizeStudentHTML` (nbconvert's ``SanitizeHTML``) escapes HTML
+outputs, drops scripts and other active output types, and cleans every markdown or raw cell that is
+not word for word the instructor's (instructor text is left as written: it may use HTML that a
+student may not, such as images). Both preprocessors are listed by :func:`feedback_preprocessors`,
+which ``nbgrader_config.py`` uses and :func:`feedback` imposes, whatever an older config file says.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+import nbformat
 from nbconvert.preprocessors import Preprocessor
+from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbformat.v4 import new_output
-from traitlets import Bool
+from traitlets import Bool, List, Unicode
 
 from .assembly import GraderError
 from .course import HIDDEN_BEGIN, is_test, nbgrader_meta, strip_hidden
@@ -19,7 +28,13 @@ from .execute import TestResult, verdict_line
 from .invocation import command
 from .coursedir import CourseDir
 
-__all__ = ["HideHiddenTests", "feedback"]
+__all__ = ["HideHiddenTests", "SanitizeStudentHTML", "feedback_preprocessors", "feedback"]
+
+# What a student's HTML output or markdown may keep: text structure and tables; no images (their
+# onerror), styles, frames, forms or SVG. Attributes stay nbconvert's (only a link's href and title).
+SAFE_TAGS = sorted({"a", "abbr", "acronym", "b", "blockquote", "code", "em", "i", "li", "ol", "strong", "ul",
+                    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "span", "div", "sub", "sup",
+                    "del", "dl", "dt", "dd", "table", "thead", "tbody", "tr", "th", "td", "caption"})
 
 
 class HideHiddenTests(Preprocessor):
@@ -39,12 +54,71 @@ class HideHiddenTests(Preprocessor):
         return nb, resources
 
 
+class SanitizeStudentHTML(SanitizeHTML):
+    """nbconvert's SanitizeHTML on every output, and on every text cell the instructor did not write.
+
+    Markdown is rendered before it is cleaned: a link ``[x](javascript:...)`` is plain text to an
+    HTML cleaner, and only becomes a link (which the cleaner then removes) once rendered.
+    """
+
+    enabled = Bool(True)
+    tags = List(Unicode(), default_value=SAFE_TAGS, config=True, help="HTML tags a student's output may use")
+
+    def preprocess(self, nb, resources):
+        self._trusted = _instructor_text(resources)
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type in ("markdown", "raw") and cell.source in self._trusted:
+            return cell, resources
+        if cell.cell_type == "markdown":
+            cell.source = self._markdown(cell.source)
+            return cell, resources
+        return super().preprocess_cell(cell, resources, index)
+
+    def sanitize_code_outputs(self, outputs):
+        for output in outputs:
+            data = output.get("data", {})
+            if "text/markdown" in data:
+                rendered = self._markdown(data.pop("text/markdown"))
+                data.setdefault("text/html", rendered)
+        return super().sanitize_code_outputs(outputs)
+
+    def _markdown(self, text: str) -> str:
+        from nbconvert.filters.markdown import markdown2html
+
+        return self.sanitize_html_tags(markdown2html(text))
+
+
+def feedback_preprocessors() -> list:
+    """What nbgrader's generate_feedback runs, in order: hide hidden tests, sanitize, grades, CSS."""
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from nbgrader.preprocessors import GetGrades
+
+    return [HideHiddenTests, SanitizeStudentHTML, GetGrades, CSSHTMLHeaderPreprocessor]
+
+
+def _course_root(resources) -> Path:
+    """The course directory: where nbgrader's gradebook lies."""
+    db_url = resources.get("nbgrader", {}).get("db_url", "")
+    return Path(db_url[len("sqlite:///"):]).parent if db_url.startswith("sqlite:///") else Path.cwd()
+
+
+def _instructor_text(resources) -> set[str]:
+    """The markdown and raw cells of the instructor's source notebook (none if it cannot be read)."""
+    info = resources.get("nbgrader", {})
+    path = CourseDir(_course_root(resources)).source(info.get("assignment", "")) / f"{info.get('notebook', '')}.ipynb"
+    try:
+        source = nbformat.read(str(path), as_version=4)
+    except Exception:  # noqa: BLE001 - unknown source: treat every cell as the student's
+        return set()
+    return {cell.source for cell in source.cells if cell.cell_type in ("markdown", "raw")}
+
+
 def _verdicts(resources) -> dict[str, dict]:
     """grade_id -> verdict, from the autograde marker next to the autograded notebook."""
     info = resources.get("nbgrader", {})
-    db_url = info.get("db_url", "")
-    root = Path(db_url[len("sqlite:///"):]).parent if db_url.startswith("sqlite:///") else Path.cwd()
-    marker = CourseDir(root).read_marker(info.get("student", ""), info.get("assignment", "")) or {}
+    marker = CourseDir(_course_root(resources)).read_marker(info.get("student", ""), info.get("assignment", "")) or {}
     try:
         return {t["grade_id"]: t for t in marker["tests"]}
     except (KeyError, TypeError):
@@ -53,11 +127,15 @@ def _verdicts(resources) -> dict[str, dict]:
 
 def feedback(root: Path, assignments: list[str] | None = None, students: list[str] | None = None) -> list[Path]:
     """Generate feedback HTML for the graded submissions; return the files written."""
+    from traitlets.config import Config
+
     from .batch import outcomes
     from .config import nbgrader_api
 
     root = root.resolve()
-    api = nbgrader_api(root)
+    imposed = Config()
+    imposed.GenerateFeedback.preprocessors = feedback_preprocessors()  # even if nbgrader_config.py is older
+    api = nbgrader_api(root, imposed)
     done = outcomes(root, assignments, students)
     if not done:
         raise GraderError(f"nothing graded yet in {root}; run `{command('autograde')}` first")
