@@ -12,6 +12,7 @@ gradebook, the course directory or other students' work.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -19,7 +20,8 @@ from pathlib import Path
 from .course import is_support_file
 from .sandbox import Limits
 
-__all__ = ["Assignment", "ReferenceJob", "GradeJob", "run_reference_job", "run_grade_job", "share_cores"]
+__all__ = ["Assignment", "ReferenceJob", "GradeJob", "run_reference_job", "run_grade_job", "start_worker",
+           "share_cores", "die_with_parent"]
 
 
 @dataclass(frozen=True)
@@ -95,10 +97,31 @@ def run_grade_job(job: GradeJob) -> dict:
             "notebook": nbformat.writes(result.notebook)}
 
 
+def start_worker(workers: int, parent: int) -> None:
+    """Runs first in each local worker process: it ends with its parent, and shares the cores."""
+    die_with_parent(parent)
+    share_cores(workers)
+
+
+def die_with_parent(parent: int) -> None:
+    """Linux: the kernel sends this process SIGKILL when ``parent`` (its parent process) dies, even by
+    SIGKILL, so a killed batch leaves no worker running (its kernels end with it: bubblewrap's
+    --die-with-parent). Elsewhere nothing is done."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the call above took effect
+        os._exit(1)
+
+
 def share_cores(workers: int) -> None:
-    """Runs in each local worker process. Parallel kernels split the cores between them: left alone,
-    each torch kernel would start one thread per core, and N kernels on N cores would fight over
-    them. Kernels inherit these variables (see grader.sandbox); an instructor's own setting wins."""
+    """Parallel kernels split the cores between them: left alone, each torch kernel would start one
+    thread per core, and N kernels on N cores would fight over them. Kernels inherit these variables
+    (see grader.sandbox); an instructor's own setting wins."""
     if workers > 1:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):

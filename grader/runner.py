@@ -10,11 +10,12 @@ caller (autograde, the course gate) keeps every write to itself.
 from __future__ import annotations
 
 import multiprocessing
+import os
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
 from .assembly import GraderError
-from .jobs import share_cores
+from .jobs import start_worker
 
 __all__ = ["LocalRunner", "WorkerLost", "open_runner"]
 
@@ -29,7 +30,7 @@ class LocalRunner:
     def __init__(self, workers: int):
         self.workers = max(1, workers)
         self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                         initializer=share_cores, initargs=(self.workers,))
+                                         initializer=start_worker, initargs=(self.workers, os.getpid()))
 
     def slots(self) -> int:
         """How many jobs can run at once."""
