@@ -115,7 +115,22 @@ def kernel_env(workdir: Path | None, *, sandboxed: bool) -> dict[str, str]:
     for name, value in os.environ.items():
         if name in PASSED_ENV or name.startswith(PASSED_ENV_PREFIXES):
             env[name] = value
+    if _source_roots():
+        env["PYTHONPATH"] = os.pathsep.join(_source_roots())
     return env
+
+
+def _source_roots() -> list[str]:
+    """The folders holding the d2lite and grader packages the grader itself imports, when these
+    are not installed in the interpreter (a source checkout on PYTHONPATH, a git worktree): the
+    kernel must record with the same ``grader`` package that decodes its records. Inside the
+    sandbox such a folder holds nothing but the two read-only packages (see :func:`_parents`)."""
+    installed = (Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve())
+    roots: list[str] = []
+    for package in _package_dirs():
+        if not any(package.is_relative_to(p) for p in installed) and str(package.parent) not in roots:
+            roots.append(str(package.parent))
+    return roots
 
 
 def _package_dirs() -> list[Path]:
