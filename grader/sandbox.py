@@ -21,7 +21,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Limits", "SandboxUnavailable", "sandbox_status", "kernel_command", "kernel_uid"]
+__all__ = ["Limits", "SandboxUnavailable", "sandbox_status", "kernel_command", "kernel_uid", "new_folder",
+           "copy_new", "hand_over"]
 
 # Environment variables passed from the grader to the kernel (nothing else is: no secrets,
 # no NBGRADER_* variables, no paths to the instructor's folders).
@@ -219,3 +220,22 @@ def hand_over(path: Path) -> None:
         for root, dirs, files in os.walk(path):
             for name in dirs + files:
                 os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
+
+
+def new_folder(parent: Path, prefix: str) -> Path:
+    """A new empty folder ``parent/<prefix>N``, made here (an existing name is never reused)."""
+    parent.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while True:
+        try:
+            (parent / f"{prefix}{n}").mkdir()
+            return parent / f"{prefix}{n}"
+        except FileExistsError:
+            n += 1
+
+
+def copy_new(source: Path, target: Path) -> None:
+    """Copy ``source`` to ``target``, a file this creates: never through a link, never over a file."""
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with open(source, "rb") as src, os.fdopen(fd, "wb") as dst:
+        shutil.copyfileobj(src, dst)
