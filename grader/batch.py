@@ -24,6 +24,7 @@ import nbformat
 from .assembly import GraderError, release, source_notebook
 from .assembly import assignments as course_assignments
 from .collect import REJECTED_FILE, TIMESTAMP_FILE, timestamp_text
+from .outputs import printable
 from .references import References, sha256_of
 from .schedule import GradingQueue
 
@@ -177,8 +178,22 @@ def _save(root: Path, gb, student: str, assignment: str, result: dict, extra: li
     outcome = Outcome(student, assignment, sum(t["points"] for t in result["tests"]),
                       sum(t["max_points"] for t in result["tests"]), result["tests"], problems, stamp,
                       sha256_of(source_notebook(root, assignment)))
-    _write_atomic(target / MARKER, json.dumps(asdict(outcome), indent=1, ensure_ascii=False))
+    _write_atomic(target / MARKER, json.dumps(asdict(outcome), indent=1))
     return outcome
+
+
+def _save_or_report(root: Path, gb, student: str, assignment: str, result: dict, extra: list[str]) -> Outcome | None:
+    """:func:`_save`; when that fails, undo its gradebook changes and return an outcome that says so
+    (zero points, not saved: the next run grades the submission again). None when saved."""
+    try:
+        _save(root, gb, student, assignment, result, extra)
+        return None
+    except Exception as error:  # noqa: BLE001 - one submission's failure must not stop the batch
+        gb.db.rollback()
+        why = f"its result could not be saved ({type(error).__name__}: {error}); run autograde again"
+        failed = _failed(root, assignment, why)
+        return Outcome(student, assignment, 0.0, sum(t["max_points"] for t in failed["tests"]), failed["tests"],
+                       extra + failed["problems"])
 
 
 def autograde(root: Path, *, assignments: list[str] | None = None, students: list[str] | None = None,
@@ -210,13 +225,24 @@ def autograde(root: Path, *, assignments: list[str] | None = None, students: lis
     if unreleased:
         release(root, unreleased)
     todo = _pending(root, names, students, force)
+    unsaved: list[Outcome] = []
     failed = _run_batch(root, todo, workers=max(1, workers), limits=limits, unsafe=unsafe, progress=progress,
-                        gradebook=lambda: Gradebook(db_url, course_id))
+                        gradebook=lambda: Gradebook(db_url, course_id), unsaved=unsaved)
+    results = _with_unsaved(outcomes(root, names, students), unsaved)
     if failed:
         raise ReferenceFailed("; ".join(f"the reference run of {assignment} failed, so its submissions were not "
                                         f"graded (the other assignments were): {why}"
-                                        for assignment, why in failed.items()), outcomes(root, names, students))
-    return outcomes(root, names, students)
+                                        for assignment, why in failed.items()), results)
+    return results
+
+
+def _with_unsaved(results: list[Outcome], unsaved: list[Outcome]) -> list[Outcome]:
+    """The saved outcomes, with those of this run's unsaved results in their place."""
+    if not unsaved:
+        return results
+    lost = {(o.student, o.assignment) for o in unsaved}
+    return sorted([o for o in results if (o.student, o.assignment) not in lost] + unsaved,
+                  key=lambda o: (o.student, o.assignment))
 
 
 def _require_submissions(root: Path, students: list[str] | None) -> None:
@@ -235,10 +261,11 @@ def _require_submissions(root: Path, students: list[str] | None) -> None:
 
 
 def _run_batch(root: Path, todo: list[tuple[str, str]], *, workers: int, limits, unsafe: bool, progress: bool,
-               gradebook) -> dict[str, str]:
+               gradebook, unsaved: list[Outcome]) -> dict[str, str]:
     """Grade ``todo`` in ``workers`` processes, saving each result as it arrives; reference runs
     first, each assignment's submissions as soon as its own reference is done (grader.schedule).
-    Returns {assignment: why} for the reference runs that failed."""
+    Returns {assignment: why} for the reference runs that failed; the outcomes of results that
+    could not be saved are appended to ``unsaved``."""
     if not todo:
         return {}
     paths, stale, seconds = _reference_plan(root, sorted({a for _, a in todo}))
@@ -278,8 +305,10 @@ def _run_batch(root: Path, todo: list[tuple[str, str]], *, workers: int, limits,
             except Exception as error:  # noqa: BLE001 - the engine itself failed: zero, with the reason
                 result = _failed(root, assignment, f"grading failed: {type(error).__name__}: {error}")
             submission = root / "submitted" / student / assignment
-            _save(root, gb, student, assignment, result,
-                  _rejections(submission) if (submission / f"{assignment}.ipynb").exists() else [])
+            lost = _save_or_report(root, gb, student, assignment, result,
+                                   _rejections(submission) if (submission / f"{assignment}.ipynb").exists() else [])
+            if lost is not None:
+                unsaved.append(lost)
             if bar:
                 bar.set_postfix_str(f"{student} / {assignment}", refresh=False)
                 bar.update()
@@ -351,7 +380,7 @@ def grade_table(root: Path, results: list[Outcome], students: list[str] | None =
     students = sorted(({o.student for o in results} | folders) & set(students)) if students else \
         sorted({o.student for o in results} | folders)
     by = {(o.student, o.assignment): o for o in results}
-    width = max([len("student"), *map(len, students)])
+    width = max([len("student"), *(len(printable(s)) for s in students)])
     lines = ["student".ljust(width) + "".join(f"  {n:>14}" for n in names)]
     attention, failures = [], []
     for student in students:
@@ -367,12 +396,12 @@ def grade_table(root: Path, results: list[Outcome], students: list[str] | None =
                                           if t["status"] in ATTENTION and t["status"] != "missing"]
             attention += [f"{where}: {r}" for r in dict.fromkeys(reasons)]
             failures += _failures(where, o.tests)
-        lines.append(student.ljust(width) + "".join(cells))
+        lines.append(printable(student).ljust(width) + "".join(cells))
     if attention:
         lines += ["", "needs attention:"] + [f"  {line}" for line in attention]
     if failures:
         lines += ["", "failed tests (reasons are in each student's feedback):"] + [f"  {line}" for line in failures]
-    return "\n".join(lines)
+    return "\n".join(map(printable, lines))  # student ids and reasons: no escape sequence reaches the terminal
 
 
 def _failures(where: str, tests: list[dict]) -> list[str]:
