@@ -8,12 +8,10 @@ deciding what they mean is the job of :mod:`grader.verdicts`. Every other output
 checked fields (:mod:`grader.outputs`): a kernel may send anything.
 
 Each kernel start (restarts too) gets a fresh working folder and socket folder made by the grader,
-which writes only new files there (support files, the font list) and never opens anything an
-earlier kernel could have written: a student's symlinks there lead nowhere.
+which writes only new files there and never opens what an earlier kernel could have written.
 """
 from __future__ import annotations
 
-import functools
 import json
 import queue
 import shutil
@@ -29,7 +27,7 @@ from jupyter_client import KernelManager
 
 from .outputs import OutputSink, output
 from .record import MIME_TYPE
-from .sandbox import Limits, copy_new, hand_over, kernel_command, kernel_env, mpl_config_dir, new_folder
+from .sandbox import Limits, copy_new, hand_over, kernel_command, kernel_env, new_folder, seed_font_list
 
 __all__ = ["CellRun", "Kernel"]
 
@@ -54,8 +52,16 @@ class CellRun:
     record_bytes: int = 0  # the size of ``records`` (JSON text)
 
     def payloads(self) -> list:
-        """The record payloads, parsed (None for one dropped at a size limit)."""
-        return [None if text is None else json.loads(text) for text in self.records]
+        """The record payloads, parsed (None for one dropped at a size limit; {} for one nested too
+        deeply to parse here: a malformed record)."""
+        return [None if text is None else _loads(text) for text in self.records]
+
+
+def _loads(text: str):
+    try:
+        return json.loads(text)
+    except RecursionError:
+        return {}
 
 
 class _SandboxedKernelManager(KernelManager):
@@ -99,7 +105,7 @@ class Kernel:
             (self.workdir / ".tmp").mkdir()
         for path in self.support:
             copy_new(path, self.workdir / path.name)
-        _seed_font_list(mpl_config_dir(self.workdir))
+        seed_font_list(self.workdir)
         km = _SandboxedKernelManager(transport="ipc", ip=str(sockdir / "k"),
                                      connection_file=str(sockdir / "kernel.json"))
         kernel_vars = kernel_env(self.workdir, sandboxed=self.sandboxed)
@@ -261,27 +267,6 @@ def _keep_record(payload, run: CellRun) -> None:
         return
     run.records.append(text)
     run.record_bytes += len(text)
-
-
-@functools.lru_cache(maxsize=1)
-def _font_list() -> Path | None:
-    """This process's matplotlib font list (matplotlib builds it on first import, once per user)."""
-    try:
-        from matplotlib import font_manager, get_cachedir
-
-        path = Path(get_cachedir()) / f"fontlist-v{font_manager.FontManager.__version__}.json"
-    except Exception:  # noqa: BLE001 - no matplotlib, or no usable cache: kernels build their own
-        return None
-    return path if path.is_file() else None
-
-
-def _seed_font_list(config_dir: Path) -> None:
-    """Give a kernel the font list the grader already has: every fresh kernel would otherwise scan
-    the system's fonts again when it first imports pyplot (about 0.4 s on a 2-core laptop)."""
-    source = _font_list()
-    if source is not None:
-        config_dir.mkdir()
-        copy_new(source, config_dir / source.name)
 
 
 def _poll(get, timeout: float):

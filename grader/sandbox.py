@@ -8,6 +8,9 @@ to the grader (ZMQ ``ipc`` transport; there is no network at all). When the grad
 the kernel drops to an unprivileged uid with no capabilities, so ``RLIMIT_NPROC`` and file
 permissions apply. Resource limits (address space, CPU seconds, processes, file size, no core
 dumps) are set with ``prlimit`` just before Python starts. See ``grader/THREAT_MODEL.md``.
+
+The folders a kernel may write are made here, new for each kernel start (:func:`new_folder`), and
+filled only with new files (:func:`copy_new`, :func:`seed_font_list`) before :func:`hand_over`.
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["Limits", "SandboxUnavailable", "sandbox_status", "kernel_command", "kernel_uid", "new_folder",
-           "copy_new", "hand_over"]
+           "copy_new", "hand_over", "seed_font_list"]
 
 # Environment variables passed from the grader to the kernel (nothing else is: no secrets,
 # no NBGRADER_* variables, no paths to the instructor's folders).
@@ -95,7 +98,7 @@ def _rlimits(limits: Limits, *, own_uid: bool) -> list[str]:
 
 def mpl_config_dir(workdir: Path) -> Path:
     """The kernel's matplotlib config and cache folder: in its workdir, so that the grader can put
-    a font list there before the kernel starts (see grader.kernel)."""
+    a font list there before the kernel starts (:func:`seed_font_list`)."""
     return Path(workdir) / ".matplotlib"
 
 
@@ -211,7 +214,8 @@ def kernel_command(argv: list[str], *, workdir: Path | None, sockdir: Path | Non
 
 
 def hand_over(path: Path) -> None:
-    """Make ``path`` (and everything in it) the kernel uid's, so the kernel may write there."""
+    """Make ``path`` (and everything in it) the kernel uid's, so the kernel may write there. Only for
+    folders just made and filled by the grader: it walks them, which is safe only before a kernel ran."""
     uid = kernel_uid()
     if uid is None:
         return
@@ -239,3 +243,25 @@ def copy_new(source: Path, target: Path) -> None:
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     with open(source, "rb") as src, os.fdopen(fd, "wb") as dst:
         shutil.copyfileobj(src, dst)
+
+
+@functools.lru_cache(maxsize=1)
+def _font_list() -> Path | None:
+    """This process's matplotlib font list (matplotlib builds it on first import, once per user)."""
+    try:
+        from matplotlib import font_manager, get_cachedir
+
+        path = Path(get_cachedir()) / f"fontlist-v{font_manager.FontManager.__version__}.json"
+    except Exception:  # noqa: BLE001 - no matplotlib, or no usable cache: kernels build their own
+        return None
+    return path if path.is_file() else None
+
+
+def seed_font_list(workdir: Path) -> None:
+    """Give a kernel the font list the grader already has, in its new ``workdir``: every fresh kernel
+    would otherwise scan the system's fonts again when it first imports pyplot (about 0.4 s on a
+    2-core laptop)."""
+    source = _font_list()
+    if source is not None:
+        mpl_config_dir(workdir).mkdir()
+        copy_new(source, mpl_config_dir(workdir) / source.name)
