@@ -99,6 +99,14 @@ class Kernel:
 
     # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> None:
+        """A kernel in new folders of its own; when it cannot start, nothing is left behind."""
+        try:
+            self._launch()
+        except Exception:
+            self.stop()
+            raise
+
+    def _launch(self) -> None:
         self.workdir = new_folder(self.scratch, "kernel-")
         self._sockdir = sockdir = Path(tempfile.mkdtemp(prefix="course-grader-ipc-"))
         if not self.sandboxed:
@@ -125,7 +133,6 @@ class Kernel:
         try:
             self._connect(STARTUP_TIMEOUT_S)
         except RuntimeError as exc:
-            self.stop()
             raise RuntimeError(f"the kernel did not start: {exc}") from None
 
     def _connect(self, timeout: float) -> None:
