@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .assembly import GraderError, release
 from .coursedir import CourseDir
-from .gradebook import Outcome, outcomes as _outcomes, save_result
+from .gradebook import Outcome, outcomes as _outcomes, save_or_report
 from .jobs import Assignment, GradeJob, ReferenceJob, run_grade_job, run_reference_job
 from .references import References, sha256_of
 from .runner import open_runner
@@ -153,7 +153,7 @@ def autograde(root: Path, *, assignments: list[str] | None = None, students: lis
     if todo:
         with open_runner(workers=workers, scheduler=scheduler) as runner, Gradebook(db_url, course_id) as gb:
             batch.run(runner, gb, todo, [a for a in stale if any(a == t for _, t in todo)], seconds)
-    graded = _outcomes(course, names, students)
+    graded = _with_unsaved(_outcomes(course, names, students), batch.unsaved)
     if batch.failed:
         raise ReferenceFailed("; ".join(f"the reference run of {assignment} failed, so its submissions were not "
                                         f"graded (the other assignments were): {why}"
@@ -162,6 +162,13 @@ def autograde(root: Path, *, assignments: list[str] | None = None, students: lis
         raise NotGraded("not graded, left pending (run autograde again once fixed):\n" + "\n".join(
             f"  {student} / {assignment}: {why}" for (student, assignment), why in batch.refused.items()), graded)
     return graded
+
+
+def _with_unsaved(results: list[Outcome], unsaved: list[Outcome]) -> list[Outcome]:
+    """The saved outcomes, with those of this run's unsaved results in their place."""
+    lost = {(o.student, o.assignment) for o in unsaved}
+    return sorted([o for o in results if (o.student, o.assignment) not in lost] + unsaved,
+                  key=lambda o: (o.student, o.assignment))
 
 
 class _Batch:
@@ -173,6 +180,7 @@ class _Batch:
         self.failed: dict[str, str] = {}                   # assignment -> why its reference failed
         self.refused: dict[tuple[str, str], str] = {}      # (student, assignment) -> why not graded
         self.trusted: dict[str, Assignment] = {}
+        self.unsaved: list[Outcome] = []                   # results that could not be saved
 
     def _assignment(self, name: str) -> Assignment:
         if name not in self.trusted:
@@ -236,8 +244,11 @@ class _Batch:
         except Exception as error:  # noqa: BLE001 - the engine itself failed: zero, with the reason
             result = _failed(self._assignment(assignment), f"grading failed: {type(error).__name__}: {error}")
         has_notebook = self.course.submitted_notebook(student, assignment).exists()
-        save_result(self.course, gb, student, assignment, result,
-                    self.course.rejections(student, assignment) if has_notebook else [])
+        lost = save_or_report(self.course, gb, student, assignment, result,
+                              self.course.rejections(student, assignment) if has_notebook else [],
+                              _failed(self._assignment(assignment), ""))
+        if lost is not None:
+            self.unsaved.append(lost)
         if bar:
             bar.set_postfix_str(f"{student} / {assignment}", refresh=False)
             bar.update()

@@ -46,12 +46,13 @@ def cmd_release(args) -> int:
 
 def cmd_collect(args) -> int:
     from .collect import collect
+    from .outputs import printable
 
     report = collect(args.root, args.inbox, args.assignment or None, check_owner=args.check_owner)
-    for item in report.imported:
-        print(f"collected {item.student} / {item.assignment} ({item.timestamp})")
+    for item in report.imported:  # student ids and file names are the students' text: no escapes
+        print(printable(f"collected {item.student} / {item.assignment} ({item.timestamp})"))
     for item in report.rejected:
-        print(f"REJECTED {item.where}: {item.reason}")
+        print(printable(f"REJECTED {item.where}: {item.reason}"))
     print(f"{len(report.imported)} submission(s) collected, {len(report.rejected)} file(s) rejected")
     return 0
 

@@ -12,7 +12,6 @@ compares them with what the same cell recorded in the reference run, here in the
 """
 from __future__ import annotations
 
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ import nbformat
 from .kernel import CellRun
 from .course import cell_points, is_support_file, is_test, nbgrader_meta
 from .merge import Merged, Role, merge, read_submission
-from .notebook_run import run_notebook, scrub_tainted
+from .notebook_run import RECORD_LIMITS, run_notebook, scrub_tainted
 from .references import References, sha256_of
 from .sandbox import Limits, SandboxUnavailable, sandbox_status
 from .verdicts import check_records, collect, test_reason
@@ -81,17 +80,11 @@ def _check_workdir(source: Path, workdir: Path) -> None:
                          "run an empty scratch folder of its own")
 
 
-def _copy_support_files(source: Path, workdir: Path) -> list[str]:
-    """Copy the files that ship with the assignment (non-notebook files next to the trusted source,
-    e.g. ``ddp_lenet.py`` beside ``05_multigpu.ipynb``) into the kernel's workdir. A student's own
-    copies of them are never used."""
-    Path(workdir).mkdir(parents=True, exist_ok=True)
-    copied = []
-    for path in sorted(Path(source).resolve().parent.iterdir()):
-        if is_support_file(path):
-            shutil.copyfile(path, Path(workdir) / path.name)
-            copied.append(path.name)
-    return copied
+def _support_files(source: Path) -> tuple[Path, ...]:
+    """The files that ship with the assignment (non-notebook files next to the trusted source, e.g.
+    ``ddp_lenet.py`` beside ``05_multigpu.ipynb``): every kernel gets fresh copies of them in its
+    working folder. A student's own copies of them are never used."""
+    return tuple(p for p in sorted(Path(source).resolve().parent.iterdir()) if is_support_file(p))
 
 
 def run_reference(source: Path, *, workdir: Path, limits: Limits = Limits(),
@@ -103,8 +96,8 @@ def run_reference(source: Path, *, workdir: Path, limits: Limits = Limits(),
     nb = nbformat.read(str(source), as_version=4)
     roles = [Role("test" if is_test(c) else "trusted", nbgrader_meta(c).get("grade_id", ""))
              for c in nb.cells]
-    _copy_support_files(source, workdir)
-    runs, problems = run_notebook(nb, roles, workdir, limits, sandboxed=sandboxed, record=True)
+    runs, problems = run_notebook(nb, roles, workdir, limits, sandboxed=sandboxed, record=True,
+                                  support=_support_files(source))
     cells: dict[str, dict[str, dict]] = {}
     for i, role in enumerate(roles):
         if role.kind != "test":
@@ -114,7 +107,10 @@ def run_reference(source: Path, *, workdir: Path, limits: Limits = Limits(),
         if run.status != "ok":
             raise ReferenceRunError(f"{where} did not pass with the solution ({run.status}: "
                                     f"{run.error or 'see the notebook'}); fix the notebook")
-        by_key, bad = collect([p for p, _ in run.records])
+        if None in run.records:
+            raise ReferenceRunError(f"{where} recorded values over the grader's size limit "
+                                    f"({RECORD_LIMITS}); record smaller values")
+        by_key, bad = collect(run.payloads())
         if bad or not by_key:
             raise ReferenceRunError(f"{where} recorded no values; every graded test must call "
                                     "grader.record.record(key, value) on its hidden inputs")
@@ -163,9 +159,8 @@ def grade(source: Path, submission: Path | None, references: References, *, work
                 tests[role.grade_id] = TestResult(role.grade_id, cell_points(cell), 0.0, "missing",
                                                   why[0].upper() + why[1:] + ".")
         return NotebookResult(tests, merged.notebook, problems)
-    _copy_support_files(source, workdir)
     runs, run_problems = run_notebook(merged.notebook, merged.roles, workdir, limits,
-                                      sandboxed=sandboxed, record=True)
+                                      sandboxed=sandboxed, record=True, support=_support_files(source))
     problems += run_problems
     scrub_tainted(merged.notebook, runs)
     for i, role in enumerate(merged.roles):
@@ -197,7 +192,10 @@ def _verdict(gid: str, points: float, run: CellRun | None, expected: dict | None
         return result("error", "This test could not be graded (no reference values).")
     if run.status != "ok":
         return result(run.status, test_reason(run.status, run.part, run.error))
-    ok, why = check_records(expected, [p for p, _ in run.records])
+    if None in run.records:
+        return result("failed", f"The values this test recorded were over the grader's size limit "
+                                f"({RECORD_LIMITS}), so they were not compared.")
+    ok, why = check_records(expected, run.payloads())
     status = "passed" if ok else "failed"
     return result(status, test_reason(status, run.part, run.error, why))
 

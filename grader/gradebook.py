@@ -15,7 +15,7 @@ from pathlib import Path
 from .coursedir import TIMESTAMP_FILE, CourseDir
 from .references import sha256_of
 
-__all__ = ["Outcome", "save_result", "outcomes"]
+__all__ = ["Outcome", "save_result", "save_or_report", "outcomes"]
 
 
 @dataclass
@@ -69,8 +69,24 @@ def save_result(course: CourseDir, gb, student: str, assignment: str, result: di
                       sum(t["max_points"] for t in result["tests"]), result["tests"], problems, stamp,
                       sha256_of(course.source_notebook(assignment)),
                       sha256_of(references) if references.is_file() else "")
-    _write_atomic(course.marker(student, assignment), json.dumps(asdict(outcome), indent=1, ensure_ascii=False))
+    _write_atomic(course.marker(student, assignment), json.dumps(asdict(outcome), indent=1))  # ASCII: any text
     return outcome
+
+
+def save_or_report(course: CourseDir, gb, student: str, assignment: str, result: dict, extra: list[str],
+                   failed: dict) -> Outcome | None:
+    """:func:`save_result`; when that fails, undo its gradebook changes and return an outcome that
+    says so (zero points, not saved: the next run grades the submission again). None when saved.
+
+    failed: a zero result for this assignment (every test an error): the tests of that outcome."""
+    try:
+        save_result(course, gb, student, assignment, result, extra)
+        return None
+    except Exception as error:  # noqa: BLE001 - one submission's failure must not stop the batch
+        gb.db.rollback()
+        why = f"its result could not be saved ({type(error).__name__}: {error}); run autograde again"
+        return Outcome(student, assignment, 0.0, sum(t["max_points"] for t in failed["tests"]), failed["tests"],
+                       extra + [why])
 
 
 def outcomes(course: CourseDir, names: list[str] | None = None, students: list[str] | None = None) -> list[Outcome]:

@@ -3,12 +3,15 @@
 The grader talks to the kernel over ZMQ ``ipc`` sockets in a private folder, so a sandboxed
 kernel needs no network. Each cell gets a wall-clock deadline; on a timeout the kernel is
 interrupted and, if it does not answer, killed. Outputs are capped by bytes. Record outputs
-(``grader.record``) are taken out of the cell's outputs and returned separately, unparsed:
-deciding what they mean is the job of :mod:`grader.verdicts`.
+(``grader.record``) are taken out of the cell's outputs and returned separately, as JSON text:
+deciding what they mean is the job of :mod:`grader.verdicts`. Every other output is rebuilt from
+checked fields (:mod:`grader.outputs`): a kernel may send anything.
+
+Each kernel start (restarts too) gets a fresh working folder and socket folder made by the grader,
+which writes only new files there and never opens what an earlier kernel could have written.
 """
 from __future__ import annotations
 
-import functools
 import json
 import queue
 import shutil
@@ -19,14 +22,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import nbformat
 import zmq
 from jupyter_client import KernelManager
 
 from d2lite import unattended
 
+from .outputs import OutputSink, output
 from .record import MIME_TYPE
-from .sandbox import Limits, hand_over, kernel_command, kernel_env, mpl_config_dir
+from .sandbox import Limits, copy_new, hand_over, kernel_command, kernel_env, new_folder, seed_font_list
 
 __all__ = ["CellRun", "Kernel"]
 
@@ -43,11 +46,24 @@ class CellRun:
 
     status: str  # "ok" | "error" | "timeout" | "crashed" | "not run"
     outputs: list = field(default_factory=list)
-    records: list = field(default_factory=list)  # (raw payload, JSON size), in arrival order
+    records: list = field(default_factory=list)  # each payload's JSON text; None: over a size limit
     error: str = ""  # "Name: message" of the exception, when status == "error"
     truncated: bool = False
     part: str = ""  # for a test cell run in parts: "visible" or "hidden", the part that failed
     tainted: bool = False  # ran after a hidden test had started: its outputs may quote hidden code
+    record_bytes: int = 0  # the size of ``records`` (JSON text)
+
+    def payloads(self) -> list:
+        """The record payloads, parsed (None for one dropped at a size limit; {} for one nested too
+        deeply to parse here: a malformed record)."""
+        return [None if text is None else _loads(text) for text in self.records]
+
+
+def _loads(text: str):
+    try:
+        return json.loads(text)
+    except RecursionError:
+        return {}
 
 
 class _SandboxedKernelManager(KernelManager):
@@ -62,29 +78,44 @@ class _SandboxedKernelManager(KernelManager):
 
 
 class Kernel:
-    """One kernel process; use as a context manager. ``run(source)`` executes one cell."""
+    """One kernel process; use as a context manager. ``run(source)`` executes one cell.
 
-    def __init__(self, workdir: Path, limits: Limits, *, sandboxed: bool, record: bool = True):
-        self.workdir, self.limits, self.sandboxed, self.record = workdir, limits, sandboxed, record
+    scratch: a folder of the grader's, never given to a kernel: each start makes the kernel's
+        working folder in it (``kernel-1``, then ``kernel-2`` after a restart, ...).
+    support: files copied into each new working folder (the assignment's support files)."""
+
+    def __init__(self, scratch: Path, limits: Limits, *, sandboxed: bool, record: bool = True,
+                 support: tuple[Path, ...] | list[Path] = ()):
+        self.scratch, self.limits, self.sandboxed, self.record = Path(scratch), limits, sandboxed, record
+        self.support = [Path(p) for p in support]
         self.km = self.kc = None
+        self.workdir = self._sockdir = None  # the current kernel's folders
         self.dead_reason = ""
 
     def __enter__(self) -> "Kernel":
-        self._sockdir = tempfile.TemporaryDirectory(prefix="course-grader-ipc-")
         self.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self.stop()
-        self._sockdir.cleanup()
 
     # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> None:
-        sockdir = Path(self._sockdir.name)
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        """A kernel in new folders of its own; when it cannot start, nothing is left behind."""
+        try:
+            self._launch()
+        except Exception:
+            self.stop()
+            raise
+
+    def _launch(self) -> None:
+        self.workdir = new_folder(self.scratch, "kernel-")
+        self._sockdir = sockdir = Path(tempfile.mkdtemp(prefix="course-grader-ipc-"))
         if not self.sandboxed:
-            (self.workdir / ".tmp").mkdir(exist_ok=True)
-        _seed_font_list(mpl_config_dir(self.workdir))
+            (self.workdir / ".tmp").mkdir()
+        for path in self.support:
+            copy_new(path, self.workdir / path.name)
+        seed_font_list(self.workdir)
         km = _SandboxedKernelManager(transport="ipc", ip=str(sockdir / "k"),
                                      connection_file=str(sockdir / "kernel.json"))
         kernel_vars = kernel_env(self.workdir, sandboxed=self.sandboxed)
@@ -104,7 +135,6 @@ class Kernel:
         try:
             self._connect(STARTUP_TIMEOUT_S)
         except RuntimeError as exc:
-            self.stop()
             raise RuntimeError(f"the kernel did not start: {exc}") from None
 
     def _connect(self, timeout: float) -> None:
@@ -124,6 +154,9 @@ class Kernel:
             except Exception:  # noqa: BLE001 - a dead kernel may fail to shut down; it is gone
                 pass
         self.km = self.kc = None
+        if self._sockdir is not None:  # the kernel could write there: removed, never reused
+            shutil.rmtree(self._sockdir, ignore_errors=True)
+            self._sockdir = None
 
     def restart(self) -> None:
         """A fresh kernel in place of this one (nothing of the old one's state survives)."""
@@ -154,7 +187,7 @@ class Kernel:
             return CellRun("not run", error=self.dead_reason or "the kernel is not running")
         msg_id = self.kc.execute(source, store_history=store_history, allow_stdin=False,
                                  stop_on_error=False)
-        run, sink = CellRun("ok"), _OutputSink(self.limits.max_output_bytes)
+        run, sink = CellRun("ok"), OutputSink(self.limits.max_output_bytes)
         deadline = time.monotonic() + (self.limits.cell_timeout_s if timeout is None else timeout)
         reply = idle = False
         interrupted_at = reply_at = None
@@ -162,7 +195,7 @@ class Kernel:
         while not (reply and idle):
             now = time.monotonic()
             if reply_at is not None and now > max(reply_at, heard) + IDLE_GRACE_S:
-                sink.lost()  # the kernel answered but its outputs stopped: a dropped message
+                sink.lost(MAX_MESSAGE_BYTES)  # the kernel answered, its outputs stopped: a dropped message
                 self._reconnect()
                 break
             if interrupted_at is None and now > deadline:
@@ -209,47 +242,40 @@ class Kernel:
         msg = self.kc.session.msg("interrupt_request", content={})
         self.kc.control_channel.send(msg)
 
-    def _handle(self, msg: dict, run: CellRun, sink: "_OutputSink") -> bool:
+    def _handle(self, msg: dict, run: CellRun, sink: OutputSink) -> bool:
         kind, content = msg["header"]["msg_type"], msg["content"]
+        if not isinstance(content, dict):
+            return False
         if kind == "status":
             return content.get("execution_state") == "idle"
-        if kind in ("display_data", "execute_result") and MIME_TYPE in content.get("data", {}):
-            size = len(json.dumps(content["data"][MIME_TYPE]))
-            if sum(r[1] for r in run.records) + size <= MAX_RECORD_BYTES:
-                run.records.append((content["data"][MIME_TYPE], size))
-            else:
-                run.records.append((None, 0))  # too big: counts as recorded, cannot match
+        data = content.get("data")
+        if kind in ("display_data", "execute_result") and isinstance(data, dict) and MIME_TYPE in data:
+            _keep_record(data[MIME_TYPE], run)
             return False
+        out = output(kind, content)
         if kind == "error":
             if run.status == "ok":
                 run.status = "error"
-            run.error = f"{content.get('ename', 'Error')}: {content.get('evalue', '')}"
+            run.error = f"{out.ename}: {out.evalue}" if out is not None else "Error: "
         if kind == "clear_output":
             sink.clear()
-        elif kind in ("stream", "display_data", "execute_result", "error"):
-            sink.add(msg)
+        elif out is not None:
+            sink.add(out)
         return False
 
 
-@functools.lru_cache(maxsize=1)
-def _font_list() -> Path | None:
-    """This process's matplotlib font list (matplotlib builds it on first import, once per user)."""
+def _keep_record(payload, run: CellRun) -> None:
+    """Keep a record payload as compact JSON text (what its size limit counts), or None once the
+    cell's records pass MAX_RECORD_BYTES (then the record counts as made, and cannot match)."""
     try:
-        from matplotlib import font_manager, get_cachedir
-
-        path = Path(get_cachedir()) / f"fontlist-v{font_manager.FontManager.__version__}.json"
-    except Exception:  # noqa: BLE001 - no matplotlib, or no usable cache: kernels build their own
-        return None
-    return path if path.is_file() else None
-
-
-def _seed_font_list(config_dir: Path) -> None:
-    """Give a kernel the font list the grader already has: every fresh kernel would otherwise scan
-    the system's fonts again when it first imports pyplot (about 0.4 s on a 2-core laptop)."""
-    source = _font_list()
-    if source is not None:
-        config_dir.mkdir(exist_ok=True)
-        shutil.copyfile(source, config_dir / source.name)
+        text = json.dumps(payload, separators=(",", ":"))
+    except (ValueError, TypeError, RecursionError):
+        text = "null"  # malformed: verdicts says so
+    if run.record_bytes + len(text) > MAX_RECORD_BYTES:
+        run.records.append(None)
+        return
+    run.records.append(text)
+    run.record_bytes += len(text)
 
 
 def _poll(get, timeout: float):
@@ -266,46 +292,3 @@ def _poll(get, timeout: float):
 def _parent(msg: dict):
     parent = msg.get("parent_header")
     return parent.get("msg_id") if isinstance(parent, dict) else None
-
-
-class _OutputSink:
-    """Cell outputs, capped at ``cap`` bytes of JSON in all."""
-
-    def __init__(self, cap: int):
-        self.cap, self.used, self.outputs, self.truncated = cap, 0, [], False
-
-    def lost(self) -> None:
-        self.truncated = True
-        self.outputs.append(nbformat.v4.new_output(
-            "stream", name="stderr", text=f"\n[course-grader: output lost (a message over "
-            f"{MAX_MESSAGE_BYTES} bytes was dropped)]\n"))
-
-    def clear(self) -> None:
-        self.outputs, self.used = [], 0
-
-    def add(self, msg: dict) -> None:
-        if self.truncated:
-            return
-        out = nbformat.v4.output_from_msg(msg)
-        size = len(json.dumps(out))
-        if self.used + size > self.cap:
-            if out.get("output_type") == "stream" and self.used < self.cap:
-                keep = max(0, self.cap - self.used - 200)
-                out["text"] = out["text"][:keep]
-                self._append(out)
-            self.truncated = True
-            self.outputs.append(nbformat.v4.new_output(
-                "stream", name="stderr",
-                text=f"\n[course-grader: output truncated at {self.cap} bytes]\n"))
-            return
-        self.used += size
-        self._append(out)
-
-    def _append(self, out) -> None:
-        last = self.outputs[-1] if self.outputs else None
-        if (out.get("output_type") == "stream" and last is not None
-                and last.get("output_type") == "stream" and last.get("name") == out.get("name")):
-            last["text"] += out["text"]
-        else:
-            self.outputs.append(out)
-

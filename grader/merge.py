@@ -5,7 +5,9 @@ cells and every graded test cell (with its hidden tests). Only solution cells (`
 are taken from the submission, matched by ``grade_id``. When a submission lost its metadata or
 reshuffled its cells, answers are found by position between cells that did not change (locked
 markdown and the visible part of test cells); code cells a student added are kept after the
-answer they follow. A submission that cannot be read at all yields ``None`` and a reason.
+answer they follow. A submission that cannot be read at all yields ``None`` and a reason; so does
+one built to be expensive: more than MAX_CELLS cells, or JSON nested deeper than the parser goes.
+Merging takes time linear in the number of cells.
 """
 from __future__ import annotations
 
@@ -14,14 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from nbformat.v4.nbbase import random_cell_id
 
 from .course import is_test, nbgrader_meta, stub_source, without_hidden
+from .outputs import clean_text
 
 stub = stub_source  # the released text of a solution cell
 
 __all__ = ["Role", "Merged", "read_submission", "merge", "stub"]
 
 MAX_SUBMISSION_BYTES = 64 * 1024 * 1024
+MAX_CELLS = 5000  # a course notebook has about a hundred
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,9 @@ def read_submission(path: Path | None) -> tuple[list[_Cell] | None, str]:
     except json.JSONDecodeError as exc:
         return None, (f"the submitted notebook is not valid JSON (line {exc.lineno}, column "
                       f"{exc.colno}): it was damaged, e.g. edited in a text editor")
+    except RecursionError:
+        return None, ("the submitted notebook is JSON nested too deeply to read (deeper than any "
+                      "notebook): it was damaged or built by hand")
     except (OSError, ValueError) as exc:
         return None, f"the submitted notebook could not be read ({type(exc).__name__})"
     raw = None
@@ -82,6 +90,9 @@ def read_submission(path: Path | None) -> tuple[list[_Cell] | None, str]:
             raw = sheets[0].get("cells")  # nbformat 3
     if not isinstance(raw, list):
         return None, "the submitted file is JSON but not a Jupyter notebook (it has no cells)"
+    if len(raw) > MAX_CELLS:
+        return None, (f"the submitted notebook has {len(raw)} cells, more than {MAX_CELLS} cells: it "
+                      "was not graded; ask for the notebook as the student wrote it")
     cells = []
     for item in raw:
         if not isinstance(item, dict):
@@ -89,8 +100,7 @@ def read_submission(path: Path | None) -> tuple[list[_Cell] | None, str]:
         text = item.get("source", item.get("input", ""))
         if isinstance(text, list):
             text = "".join(t for t in text if isinstance(t, str))
-        if not isinstance(text, str):
-            text = ""
+        text = clean_text(text) or ""  # lone surrogates could not be sent to the kernel or saved
         kind = item.get("cell_type") if isinstance(item.get("cell_type"), str) else "code"
         gid = nbgrader_meta(item).get("grade_id")
         cells.append(_Cell(kind, text, gid if isinstance(gid, str) else ""))
@@ -123,13 +133,13 @@ def merge(source: nbformat.NotebookNode, cells: list[_Cell] | None) -> Merged:
         if found:
             anchor[i] = found[0]
         elif cell.source.strip():
-            same = [j for j in texts.get(_release_text(cell), []) if j not in used]
-            if same:
-                anchor[i] = same[0]
+            same = next((j for j in texts.get(_release_text(cell), []) if j not in used), None)
+            if same is not None:
+                anchor[i] = same
         if i in anchor:
             used.add(anchor[i])
     _by_position(src, cells, answers, anchor, used, problems)
-    return _assemble(source, cells, answers, anchor, used, problems)
+    return _assemble(source, cells, answers, anchor, problems)
 
 
 def _by_position(src, cells, answers, anchor, used, problems) -> None:
@@ -161,7 +171,7 @@ def _by_position(src, cells, answers, anchor, used, problems) -> None:
                             "graded as left unanswered")
 
 
-def _assemble(source, cells, answers, anchor, used, problems) -> Merged:
+def _assemble(source, cells, answers, anchor, problems) -> Merged:
     nb = nbformat.v4.new_notebook(metadata=source.metadata)
     roles: list[Role] = []
     position = {}  # student index -> source index it stands for
@@ -170,14 +180,15 @@ def _assemble(source, cells, answers, anchor, used, problems) -> Merged:
             position[j] = i
     for i, j in anchor.items():
         position[j] = i
-    added: dict[int, list[int]] = {}
+    added: dict[int, list[int]] = {}  # source index -> the student's added cells after it
+    after = -1  # the last source cell a student cell before this one stands for
     for j, c in enumerate(cells):
-        if j in used or c.cell_type != "code" or not c.source.strip():
-            continue
-        after = max((position[k] for k in position if k < j), default=-1)
-        added.setdefault(after, []).append(j)
+        if j in position:
+            after = max(after, position[j])
+        elif c.cell_type == "code" and c.source.strip():
+            added.setdefault(after, []).append(j)
     for j in added.get(-1, []):
-        nb.cells.append(nbformat.v4.new_code_cell(cells[j].source))
+        nb.cells.append(_code_cell(cells[j].source))
         roles.append(Role("added"))
     for i, cell in enumerate(source.cells):
         gid = nbgrader_meta(cell).get("grade_id", "")
@@ -191,7 +202,7 @@ def _assemble(source, cells, answers, anchor, used, problems) -> Merged:
                     copy.outputs, copy.execution_count = [], None
                 if n:  # a second copy of a duplicated or split answer: its own id
                     copy.metadata = {}
-                    copy.id = nbformat.v4.new_code_cell().id
+                    copy.id = random_cell_id()
                 nb.cells.append(copy)
                 roles.append(Role("answer", gid))
         else:
@@ -201,6 +212,13 @@ def _assemble(source, cells, answers, anchor, used, problems) -> Merged:
             nb.cells.append(copy)
             roles.append(Role("test" if is_test(cell) else "trusted", gid))
         for j in added.get(i, []):
-            nb.cells.append(nbformat.v4.new_code_cell(cells[j].source))
+            nb.cells.append(_code_cell(cells[j].source))
             roles.append(Role("added"))
     return Merged(nb, roles, problems)
+
+
+def _code_cell(source: str) -> nbformat.NotebookNode:
+    """A new code cell (nbformat.v4.new_code_cell without its schema check, which costs a
+    millisecond a cell: this one is valid by construction)."""
+    return nbformat.from_dict({"id": random_cell_id(), "cell_type": "code", "metadata": {},
+                               "execution_count": None, "source": source, "outputs": []})

@@ -18,10 +18,13 @@ from pathlib import Path
 import nbformat
 
 from .course import split_hidden
-from .kernel import CellRun, Kernel
+from .kernel import MAX_RECORD_BYTES, CellRun, Kernel
 from .sandbox import Limits
 
-__all__ = ["run_notebook", "scrub_tainted", "TAINTED_NOTE"]
+__all__ = ["run_notebook", "scrub_tainted", "TAINTED_NOTE", "MAX_NOTEBOOK_RECORD_BYTES", "RECORD_LIMITS"]
+
+MAX_NOTEBOOK_RECORD_BYTES = 128 * 1024 * 1024  # the records kept for one notebook, all test cells
+RECORD_LIMITS = f"{MAX_RECORD_BYTES >> 20} MB per cell, {MAX_NOTEBOOK_RECORD_BYTES >> 20} MB per notebook"
 
 TAINTED_NOTE = ("[course-grader: the outputs of cells run after the first hidden test are not kept; "
                 "run your notebook to see them]\n")
@@ -36,6 +39,7 @@ def _run_test_cell(kernel: Kernel, source: str, timeout: float, hidden_started: 
         total.tainted |= hidden
         total.outputs += run.outputs
         total.records += run.records
+        total.record_bytes += run.record_bytes
         total.truncated |= run.truncated
         if run.status != "ok":
             total.status, total.error = run.status, run.error
@@ -45,16 +49,19 @@ def _run_test_cell(kernel: Kernel, source: str, timeout: float, hidden_started: 
 
 
 def run_notebook(nb, roles: list, workdir: Path, limits: Limits, *, sandboxed: bool,
-                 record: bool) -> tuple[dict[int, CellRun], list[str]]:
+                 record: bool, support: tuple[Path, ...] = ()) -> tuple[dict[int, CellRun], list[str]]:
     """Run every code cell of ``nb`` in order in one kernel; outputs go into ``nb``.
 
     roles: one :class:`grader.merge.Role` per cell (``kind`` "test" cells run in parts).
-    Returns (cell index -> what happened, problems for the instructor)."""
+    workdir: a scratch folder; the kernel works in a fresh folder inside it (grader.kernel).
+    support: files each kernel finds in its working folder.
+    Returns (cell index -> what happened, problems for the instructor). Records are kept for test
+    cells only, up to MAX_NOTEBOOK_RECORD_BYTES in all; past that a test's records become [None]."""
     runs: dict[int, CellRun] = {}
     problems: list[str] = []
-    count = 0
+    count, record_budget = 0, MAX_NOTEBOOK_RECORD_BYTES
     try:
-        kernel = Kernel(Path(workdir).resolve(), limits, sandboxed=sandboxed, record=record)
+        kernel = Kernel(Path(workdir).resolve(), limits, sandboxed=sandboxed, record=record, support=support)
         kernel.__enter__()
     except Exception as exc:  # noqa: BLE001 - whatever stops the kernel, grading goes on
         problems.append(f"the kernel could not start: {exc}")
@@ -104,9 +111,23 @@ def run_notebook(nb, roles: list, workdir: Path, limits: Limits, *, sandboxed: b
                 run.records = []
             elif run.records and roles[i].kind != "test":
                 run.records = []  # only test cells' records count; keep no others in memory
+            elif run.records:
+                record_budget = _keep_within(run, record_budget)
+                if None in run.records:
+                    problems.append(f"{label} recorded values over the grader's size limit ({RECORD_LIMITS}); "
+                                    "they were dropped and the test fails")
     finally:
         kernel.__exit__(None, None, None)
     return runs, problems
+
+
+def _keep_within(run: CellRun, budget: int) -> int:
+    """Drop the records of ``run`` if they do not fit in ``budget`` bytes; then the budget is spent,
+    and every later test's records are dropped too. Returns the budget left."""
+    if run.record_bytes > budget:
+        run.records, run.record_bytes = [None], 0
+        return 0
+    return budget - run.record_bytes
 
 
 def _replay(kernel: Kernel, nb, roles: list, runs: dict[int, CellRun], upto: int, label: str,

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from .coursedir import CourseDir
 from .gradebook import Outcome
+from .outputs import printable
 
 __all__ = ["ATTENTION", "grade_table"]
 
@@ -19,7 +20,7 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
     everyone = {o.student for o in results} | set(course.students())
     rows = sorted(everyone & set(students)) if students else sorted(everyone)
     by = {(o.student, o.assignment): o for o in results}
-    width = max([len("student"), *map(len, rows)])
+    width = max([len("student"), *(len(printable(s)) for s in rows)])
     lines = ["student".ljust(width) + "".join(f"  {n:>14}" for n in names)]
     attention, failures = [], []
     for student in rows:
@@ -35,12 +36,12 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
                                           if t["status"] in ATTENTION and t["status"] != "missing"]
             attention += [f"{where}: {r}" for r in dict.fromkeys(reasons)]
             failures += _failures(where, o.tests)
-        lines.append(student.ljust(width) + "".join(cells))
+        lines.append(printable(student).ljust(width) + "".join(cells))
     if attention:
         lines += ["", "needs attention:"] + [f"  {line}" for line in attention]
     if failures:
         lines += ["", "failed tests (reasons are in each student's feedback):"] + [f"  {line}" for line in failures]
-    return "\n".join(lines)
+    return "\n".join(map(printable, lines))  # student ids and reasons: no escape sequence reaches the terminal
 
 
 def _failures(where: str, tests: list[dict]) -> list[str]:

@@ -111,6 +111,7 @@ def _decode_tensor(body: dict) -> "torch.Tensor":
 
     if set(body) != {"dtype", "shape", "device", "requires_grad", "data"}:
         raise ValueError("malformed recorded tensor")
+    _device_type(body["device"])
     dtype, shape = _dtype(body["dtype"]), body["shape"]
     if type(shape) is not list or not all(type(n) is int and n >= 0 for n in shape):
         raise ValueError("malformed recorded tensor shape")
@@ -129,6 +130,19 @@ def tensor_device(tree: Any) -> str | None:
     if type(tree) is dict and type(tree.get("tensor")) is dict:
         return tree["tensor"].get("device")
     return None
+
+
+def _device_type(name: Any) -> str:
+    """``name`` when it is a device type torch knows ("cpu", "cuda", ...); else ValueError."""
+    import torch
+
+    try:
+        known = type(name) is str and torch.device(name).type == name
+    except (RuntimeError, ValueError):
+        known = False
+    if not known:
+        raise ValueError("unknown device type in a recorded tensor")
+    return name
 
 
 def _dtype(name: str) -> "torch.dtype":

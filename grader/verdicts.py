@@ -9,8 +9,9 @@ student object's ``__eq__`` or ``__bool__`` ever runs.
 
 Reasons are written here, from trusted words only: the description the *reference* run gave each
 key, what differs (type, dtype, shape, how many elements), and the name of a built-in exception.
-Text that came from the student's kernel (exception messages, printed output) never goes into a
-reason: after a hidden test has run, it could quote hidden code.
+Text that came from the student's kernel (exception messages, printed output, dict keys, the
+contents of a malformed record) never goes into a reason: after a hidden test has run, it could
+quote hidden code.
 """
 from __future__ import annotations
 
@@ -100,8 +101,8 @@ def compare(student_tree: Any, reference_tree: Any, rtol: float, atol: float) ->
     """Compare two encoded values (see grader.values). Returns (equal?, what differs)."""
     try:
         student = decode(student_tree)
-    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
-        return False, f"the recorded value is malformed ({exc})"
+    except (ValueError, TypeError, OverflowError, RecursionError):  # its message quotes the tree
+        return False, "the recorded value is malformed"
     reference = decode(reference_tree)
     where = tensor_device(student_tree), tensor_device(reference_tree)
     if where[0] != where[1]:
@@ -131,9 +132,9 @@ def _same(s: Any, r: Any, rtol: float, atol: float, path: str) -> tuple[bool, st
                 return ok, why
         return True, ""
     if type(r) is dict:
-        if set(s) != set(r):
-            extra, lost = sorted(set(s) - set(r)), sorted(set(r) - set(s))
-            return False, f"{path} has keys {extra[:3]} it should not have, lacks {lost[:3]}"
+        if set(s) != set(r):  # the student's keys are the student's text: counted, not named
+            extra, lost = len(set(s) - set(r)), sorted(set(r) - set(s))
+            return False, f"{path} has {extra} key(s) it should not have, lacks {lost[:3]}"
         for k in r:
             ok, why = _same(s[k], r[k], rtol, atol, f"{path}[{k!r}]")
             if not ok:

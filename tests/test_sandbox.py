@@ -81,7 +81,8 @@ def test_only_the_workdir_and_tmp_are_writable(kernel, instructor):
         "    except OSError:\n        print('-')".format(
             venv=venv, pkg=package, gb=str(instructor)))
     assert text(run).split() == ["w", "w", "-", "-", "-"], text(run)
-    assert (instructor / "submissions" / "alice" / "x.txt").exists()
+    assert kernel.workdir.parent == instructor / "submissions" / "alice"  # a fresh folder in the scratch one
+    assert (kernel.workdir / "x.txt").exists()
     assert not (Path(package) / "x.txt").exists()
 
 

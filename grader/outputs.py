@@ -1,0 +1,156 @@
+"""What a kernel sends, rebuilt from checked fields: safe to keep, to save and to print.
+
+A student's kernel can put anything on its sockets, not only what ipykernel would send: text with
+lone surrogates or invalid UTF-8, fields of the wrong type, NaN, JSON nested hundreds deep, stream
+names that are escape sequences. Nothing of a message is kept as it came. :func:`output` builds a
+fresh nbformat output from the fields it checked (or None), so that saving the notebook
+(``nbformat.writes``, then UTF-8, then strict JSON readers) never fails; :class:`OutputSink` keeps
+a cell's outputs within a byte cap; :func:`printable` makes text from a submission safe to print on
+the instructor's terminal.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import nbformat
+
+__all__ = ["OutputSink", "output", "printable", "clean_text"]
+
+STREAMS = ("stdout", "stderr")
+MAX_JSON_DEPTH = 32  # a JSON output (application/json, widget state) nested deeper is left out
+MIME = re.compile(r"[a-z]+/[A-Za-z0-9.+-]{1,100}")
+JSON_MIME = re.compile(r"application/(.*\+)?json")  # nbformat's own rule for JSON-valued types
+SURROGATE = re.compile("[\ud800-\udfff]")
+# C0 and C1 controls (escape sequences, new lines), bidirectional overrides, lone surrogates
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def clean_text(value) -> str | None:
+    """``value`` with its lone surrogates replaced by U+FFFD; None when it is not a str."""
+    return SURROGATE.sub("\ufffd", value) if isinstance(value, str) else None
+
+
+def printable(value) -> str:
+    """``str(value)`` for one line of a terminal: controls, bidi overrides and lone surrogates are
+    written as escapes (``\\x1b``, ``\\u202e``), so a student's text cannot move the cursor,
+    retitle the window or clear the screen."""
+    return CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}",
+                       str(value))
+
+
+def _json(value, depth: int = 0):
+    """A copy of a JSON value with clean strings; NaN and infinities become null. Raises ValueError
+    for anything else, or for nesting deeper than MAX_JSON_DEPTH."""
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError("nested too deeply")
+    if value is None or type(value) in (bool, int):
+        return value
+    if type(value) is float:
+        return value if math.isfinite(value) else None
+    if type(value) is str:
+        return clean_text(value)
+    if type(value) is list:
+        return [_json(item, depth + 1) for item in value]
+    if type(value) is dict:
+        return {clean_text(k): _json(v, depth + 1) for k, v in value.items() if type(k) is str}
+    raise ValueError(f"not JSON: {type(value).__name__}")
+
+
+def _data(data) -> dict:
+    """A MIME bundle: JSON for JSON types, a str for every other type; the rest is left out."""
+    bundle = {}
+    for mime, value in data.items() if isinstance(data, dict) else ():
+        if not isinstance(mime, str) or not MIME.fullmatch(mime):
+            continue
+        if JSON_MIME.fullmatch(mime):
+            try:
+                bundle[mime] = _json(value)
+            except (ValueError, RecursionError):
+                continue
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            bundle[mime] = clean_text("".join(value))
+        elif isinstance(value, str):
+            bundle[mime] = clean_text(value)
+    return bundle
+
+
+def _metadata(metadata) -> dict:
+    try:
+        return _json(metadata) if isinstance(metadata, dict) else {}
+    except (ValueError, RecursionError):
+        return {}
+
+
+def output(kind, content) -> nbformat.NotebookNode | None:
+    """The nbformat output for one iopub message (its type and content), rebuilt from checked
+    fields; None for a message that is no output, or one with nothing usable in it."""
+    if not isinstance(content, dict):
+        return None
+    if kind == "stream":
+        text = content.get("text")
+        if isinstance(text, list) and all(isinstance(t, str) for t in text):
+            text = "".join(text)
+        if content.get("name") not in STREAMS or not isinstance(text, str):
+            return None
+        return nbformat.v4.new_output("stream", name=content["name"], text=clean_text(text))
+    if kind in ("display_data", "execute_result"):
+        data = _data(content.get("data"))
+        if not data:
+            return None
+        fields = {"data": data, "metadata": _metadata(content.get("metadata"))}
+        if kind == "execute_result":
+            count = content.get("execution_count")
+            fields["execution_count"] = count if type(count) is int and count >= 0 else None
+        return nbformat.from_dict(nbformat.v4.new_output(kind, **fields))
+    if kind == "error":
+        trace = content.get("traceback")
+        return nbformat.v4.new_output(
+            "error", ename=clean_text(content.get("ename")) or "Error",
+            evalue=clean_text(content.get("evalue")) or "",
+            traceback=[clean_text(t) for t in trace if isinstance(t, str)] if isinstance(trace, list) else [])
+    return None
+
+
+class OutputSink:
+    """A cell's outputs, capped at ``cap`` bytes of JSON in all."""
+
+    def __init__(self, cap: int):
+        self.cap, self.used, self.outputs, self.truncated = cap, 0, [], False
+
+    def lost(self, message_cap: int) -> None:
+        """Say that a message over ``message_cap`` bytes was dropped unread."""
+        self.truncated = True
+        self.outputs.append(nbformat.v4.new_output(
+            "stream", name="stderr", text=f"\n[course-grader: output lost (a message over "
+            f"{message_cap} bytes was dropped)]\n"))
+
+    def clear(self) -> None:
+        self.outputs, self.used = [], 0
+
+    def add(self, out: nbformat.NotebookNode) -> None:
+        """Keep ``out`` (built by :func:`output`) while the cap allows."""
+        if self.truncated:
+            return
+        size = len(json.dumps(out))
+        if self.used + size > self.cap:
+            if out.get("output_type") == "stream" and self.used < self.cap:
+                keep = max(0, self.cap - self.used - 200)
+                out["text"] = out["text"][:keep]
+                self._append(out)
+            self.truncated = True
+            self.outputs.append(nbformat.v4.new_output(
+                "stream", name="stderr",
+                text=f"\n[course-grader: output truncated at {self.cap} bytes]\n"))
+            return
+        self.used += size
+        self._append(out)
+
+    def _append(self, out) -> None:
+        last = self.outputs[-1] if self.outputs else None
+        if (out.get("output_type") == "stream" and last is not None
+                and last.get("output_type") == "stream" and last.get("name") == out.get("name")):
+            last["text"] += out["text"]
+        else:
+            self.outputs.append(out)
