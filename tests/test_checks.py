@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch import nn
 
-from d2lite.checks import forbid_host_sync
+from d2lite.checks import forbid, forbid_host_sync, lines_executed, tensors_saved_for_backward
 
 
 def meta_step(read=None):
@@ -72,3 +72,66 @@ def test_forbid_host_sync_passes_other_errors_through_and_restores_the_profiler(
         with forbid_host_sync():
             torch.ones(2, device="meta") + torch.ones(2)  # a device mismatch is not a host sync
     assert sys.getprofile() is before
+
+
+# --- forbid, lines_executed, tensors_saved_for_backward ----------------------------------------------
+
+def softmax_by_library(x):
+    return torch.softmax(x, dim=1)
+
+
+SAVED_EARLIER = torch.softmax  # a reference taken before any check existed
+
+
+def softmax_by_saved_reference(x):
+    return SAVED_EARLIER(x, dim=1)
+
+
+def softmax_by_method(x):
+    return getattr(x, "softmax")(1)
+
+
+def softmax_by_hand(x):
+    e = (x - x.max(dim=1, keepdim=True).values).exp()
+    return e / e.sum(dim=1, keepdim=True)
+
+
+@pytest.mark.parametrize("answer", [softmax_by_library, softmax_by_saved_reference, softmax_by_method])
+def test_forbid_sees_a_call_whatever_name_reaches_it(answer):
+    with pytest.raises(AssertionError, match="softmax"):
+        with forbid(torch.softmax, torch.Tensor.softmax, message="compute it with exp and sum"):
+            answer(torch.randn(2, 3))
+
+
+def test_forbid_lets_an_answer_by_hand_run_and_restores_the_profiler():
+    before = sys.getprofile()
+    with forbid(torch.softmax, torch.Tensor.softmax):
+        out = softmax_by_hand(torch.randn(2, 3))
+    assert torch.allclose(out.sum(dim=1), torch.ones(2)) and sys.getprofile() is before
+
+
+def test_forbid_sees_a_python_function_called_through_another_name():
+    alias = softmax_by_hand
+    with pytest.raises(AssertionError, match="softmax_by_hand"):
+        with forbid(softmax_by_hand):
+            alias(torch.randn(2, 3))
+
+
+def loop_sum(xs):
+    total = 0.0
+    for x in xs:
+        total += x
+    return total
+
+
+def test_lines_executed_counts_the_callers_own_python_not_the_libraries():
+    _, looped = lines_executed(loop_sum, [1.0] * 50)
+    _, vectorised = lines_executed(lambda xs: torch.tensor(xs).sum(), [1.0] * 50)
+    assert looped >= 100 and vectorised <= 2  # a loop of 50 runs two lines per element
+
+
+def test_tensors_saved_for_backward_is_zero_without_a_graph():
+    w = torch.randn(3, requires_grad=True)
+    _, recorded = tensors_saved_for_backward(lambda: (w * w).sum())
+    _, not_recorded = tensors_saved_for_backward(lambda: torch.no_grad()(lambda: (w * w).sum())())
+    assert recorded >= 1 and not_recorded == 0
