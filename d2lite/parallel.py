@@ -133,6 +133,11 @@ def _d2lite_rank(rank, folder, world_size, seconds):
     try:
         result = {name}(*args)
         torch.save((result, args), os.path.join(folder, f"result{{rank}}.pt"))
+    except BaseException as error:  # noted before the others see this rank vanish and fail too
+        import traceback
+        with open(os.path.join(folder, f"error{{rank}}.txt"), "w") as note:
+            note.write("".join(traceback.format_exception(error)))
+        raise
     finally:
         dist.destroy_process_group()
 
@@ -148,6 +153,19 @@ if __name__ == "__main__":
     except _mp.ProcessRaisedException as error:  # the first rank that failed, with its traceback
         sys.exit(str(error))
 '''
+
+
+def _first_failure(folder: str, world_size: int) -> str:
+    """The traceback of the rank that failed first (the others usually fail because it vanished),
+    then one line for each other failed rank; "" when no rank noted an error."""
+    notes = [(os.stat(path).st_mtime_ns, rank, open(path).read()) for rank in range(world_size)
+             if os.path.exists(path := os.path.join(folder, f"error{rank}.txt"))]
+    if not notes:
+        return ""
+    notes.sort()
+    _, rank, first = notes[0]
+    others = "".join(f"rank {r} then failed too: {text.strip().splitlines()[-1]}\n" for _, r, text in notes[1:])
+    return f"rank {rank} failed first:\n{first[-3000:]}{others}"
 
 
 def _free_port() -> int:
@@ -226,7 +244,7 @@ def run_distributed(fn: Callable, args_per_rank: Sequence[Sequence[Any]], *,
         if launcher.returncode != 0:
             printed = "".join(f"[rank {r}] {line}\n" for r, text in enumerate(outputs) for line in text.splitlines())
             raise RuntimeError(f"run_distributed: a process failed (exit status {launcher.returncode}):\n"
-                               f"{printed}{log[-3000:]}")
+                               f"{printed}{_first_failure(folder, world_size) or log[-3000:]}")
         for rank, text in enumerate(outputs):
             for line in text.splitlines():
                 print(f"[rank {rank}] {line}")

@@ -28,6 +28,7 @@ from grader.batch import NotGraded, autograde
 from grader.collect import collect
 from grader.coursedir import CourseDir
 from grader.execute import save_reference
+from grader.seal import course_key
 
 DASK = str(Path(sys.executable).parent / "dask")
 
@@ -229,7 +230,8 @@ def test_a_worker_without_bubblewrap_refuses_each_submission_and_they_stay_pendi
     ours = copy_of(collected, tmp_path / "course")
     course = CourseDir(ours)
     course.references(A).parent.mkdir()
-    save_reference(course.source_notebook(A), course.references(A))  # made here, as by an earlier batch
+    references = save_reference(course.source_notebook(A), course.references(A))
+    references.save(course.references(A), course_key(course.key))  # sealed here, as by an earlier batch
     with cluster(tmp_path / "nodes", workers=1, env=no_bwrap) as nodes:
         with pytest.raises(NotGraded) as refused:
             autograde(ours, scheduler=nodes.address)
