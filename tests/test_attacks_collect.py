@@ -32,6 +32,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from classroom import released_course
 from grader import course as nbs
 from grader.assembly import build, release
 from grader.batch import autograde
@@ -49,10 +50,7 @@ NBGRADER = "import sys; from nbgrader.apps.nbgraderapp import main; sys.exit(mai
 @pytest.fixture(scope="module")
 def released(tmp_path_factory):
     """The fixture course, built and released; its solution lies in source/01_fixture/."""
-    root = tmp_path_factory.mktemp("attacks") / "course"
-    build(root, FIXTURE.parent)
-    release(root)
-    return root
+    return released_course(tmp_path_factory.mktemp("attacks") / "course")
 
 
 @pytest.fixture

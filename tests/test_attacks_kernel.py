@@ -374,15 +374,13 @@ MALLORY = "mallory\u009b2J\u009d0;pwned\u202e"  # C1 CSI/OSC and a bidi override
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
+    from classroom import released_course
     from grader import course as nbs
-    from grader.assembly import build, release as release_course
     from grader.batch import autograde
     from grader.collect import collect
 
     base = tmp_path_factory.mktemp("batch-attacks")
-    root = base / "course"
-    build(root, FIXTURE.parent)
-    release_course(root)
+    root = released_course(base / "course")
     solution = nbs.read_notebook(FIXTURE)
     crafted = nbs.read_notebook(root / "release" / A / f"{A}.ipynb")
     scale = next(c for c in crafted.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "scale")
