@@ -6,6 +6,7 @@ write ``d2lite.sgd`` (or ``import d2lite as d2l`` and keep d2l-style code unchan
 """
 from .checks import *  # noqa: F401,F403
 from .data import *  # noqa: F401,F403
+from .images import *  # noqa: F401,F403
 from .device import *  # noqa: F401,F403
 from .downloads import *  # noqa: F401,F403
 from .idx import *  # noqa: F401,F403

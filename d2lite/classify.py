@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from .animator import Animator
-from .data import get_fashion_mnist_labels
+from .images import get_fashion_mnist_labels
 from .plotting import show_images
 from .timer import Timer
 from .train import History, _num_correct, evaluate_accuracy_gpu
