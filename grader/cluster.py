@@ -49,6 +49,7 @@ class DaskRunner:
                               "address, port and firewall") from None
         try:
             self._check_workers(timeout)
+            self._share_cores()
         except BaseException:
             self.client.close()
             raise
@@ -75,6 +76,20 @@ class DaskRunner:
             raise GraderError(f"{len(other)} Dask worker(s) run different grading code than this machine "
                               f"({', '.join(other)}); install the same version of this project on every "
                               "worker, so that every submission is graded by the same code")
+
+    def _share_cores(self) -> None:
+        """Kernels on one machine split its cores, as local workers do (grader.jobs.share_cores):
+        each worker process tells its kernels to use cores / (its machine's kernel slots) threads,
+        unless OMP_NUM_THREADS was set where the worker started. Workers that join later keep
+        their own setting."""
+        from .jobs import share_cores
+
+        workers = self.client.scheduler_info()["workers"]
+        slots_per_host: dict[str, int] = {}
+        for info in workers.values():
+            slots_per_host[info["host"]] = slots_per_host.get(info["host"], 0) + info["nthreads"]
+        for address, info in workers.items():
+            self.client.run(share_cores, slots_per_host[info["host"]], workers=[address])
 
     def slots(self) -> int:
         """How many jobs can run at once: the workers' threads, as they are now (workers may come

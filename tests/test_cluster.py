@@ -26,6 +26,7 @@ from grader import course as nbs
 from grader.assembly import GraderError
 from grader.batch import NotGraded, autograde
 from grader.collect import collect
+from grader.cluster import DaskRunner
 from grader.coursedir import CourseDir
 from grader.execute import save_reference
 from grader.seal import course_key
@@ -51,7 +52,8 @@ class Cluster:
     def _start(self, args: list[str], folder: Path, env: dict | None = None) -> subprocess.Popen:
         folder.mkdir(parents=True, exist_ok=True)
         log = open(folder.with_suffix(".log"), "w")
-        process = subprocess.Popen([DASK, *args], cwd=folder, env=env or dict(os.environ), stdout=log,
+        env = {k: v for k, v in (env or os.environ).items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+        process = subprocess.Popen([DASK, *args], cwd=folder, env=env, stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True)
         self.processes.append(process)
         return process
@@ -146,6 +148,10 @@ def test_a_cluster_grades_exactly_as_one_or_two_local_workers(collected, local_g
         autograde(ours, scheduler=nodes.address)
         for worker in ("worker0", "worker1"):  # workers saw only their own empty folders
             assert not list((tmp_path / "nodes" / worker).glob("*.ipynb"))
+        with DaskRunner(nodes.address) as runner:  # two kernels on this machine split its cores
+            threads = set(runner.client.run(lambda: os.environ.get("OMP_NUM_THREADS")).values())
+        cores = len(os.sched_getaffinity(0))
+        assert threads == {str(max(1, cores // 2))} or (cores < 2 and threads == {None})
     one, two = local_grades
     assert one == two
     assert gradebook(ours) == one
