@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from browser_support import free_port
 from classroom import A, FIXTURE, class_of, released_course, write_inbox
 from grader import course as nbs
 from grader.assembly import GraderError
@@ -32,12 +32,6 @@ from grader.execute import save_reference
 from grader.seal import course_key
 
 DASK = str(Path(sys.executable).parent / "dask")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class Cluster:
