@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import ast
 
-from .course import HIDDEN_BEGIN, HIDDEN_END, RECORD_IMPORT, nbgrader_meta, split_hidden
+from .answer_rules import rule_problems
+from .course import HIDDEN_BEGIN, HIDDEN_END, RECORD_IMPORT, cell_points, is_test, nbgrader_meta, split_hidden
 
-__all__ = ["graded_cell_problems", "ends_with_expression", "COMPARING_CALLS"]
+__all__ = ["graded_cell_problems", "ends_with_expression", "who_decides", "COMPARING_CALLS"]
 
 # Names of functions that compare values; any attribute chain through ``testing`` counts too.
 COMPARING_CALLS = {"assert_close", "assert_allclose", "assert_equal", "assert_array_equal", "equal",
@@ -57,8 +58,12 @@ def _hidden_problems(code: str, label: str) -> list[str]:
                 "put the markers at the top level, outside any block"]
     problems = []
     first = tree.body[0] if tree.body else None
-    if not (isinstance(first, ast.ImportFrom) and ast.unparse(first) == RECORD_IMPORT):
-        problems.append(f"{label}: the hidden part must start with `{RECORD_IMPORT}`")
+    imported = {alias.name for alias in first.names} if isinstance(first, ast.ImportFrom) else set()
+    if not (isinstance(first, ast.ImportFrom) and first.module == "grader.record" and "record" in imported
+            and imported <= {"record", "answer_rules"}):
+        problems.append(f"{label}: the hidden part must start with `{RECORD_IMPORT}` "
+                        "(or `from grader.record import answer_rules, record`)")
+    problems += [f"{label}: {problem}" for problem in rule_problems(code)]
     records = 0
     for node in ast.walk(tree):
         if isinstance(node, ast.Assert):
@@ -127,3 +132,40 @@ def ends_with_expression(source: str) -> bool:
     is_print = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "print"
     is_docstring_only = len(body) == 1 and isinstance(value, ast.Constant) and isinstance(value.value, str)
     return not (is_print or is_docstring_only)
+
+
+KERNEL_CHECKS = {"forbid", "forbid_host_sync", "lines_executed", "tensors_saved_for_backward"}
+
+
+def who_decides(cells) -> str:
+    """One line for the gate: how many of a notebook's points rest on what the grader itself observes.
+
+    Points of a test cell whose hidden part records values rest on the grader's comparison; those
+    whose exercise also declares ``answer_rules`` rest in part on facts the grader reads from the
+    answer's source. Checks in visible parts that run inside the student's kernel (``forbid``,
+    ``forbid_host_sync``, ``lines_executed``) are named as advice: they earn no point."""
+    from .answer_rules import _declaration
+
+    total = compared = read = 0.0
+    advice = []
+    for cell in cells:
+        if not is_test(cell):
+            continue
+        points = cell_points(cell)
+        total += points
+        hidden = "\n".join(code for code, is_hidden in split_hidden(cell.get("source", "")) if is_hidden)
+        visible = "\n".join(code for code, is_hidden in split_hidden(cell.get("source", "")) if not is_hidden)
+        compared += points if "record(" in hidden else 0
+        read += points if _declaration(hidden) is not None else 0
+        try:
+            called = {name for node in ast.walk(ast.parse(visible)) if isinstance(node, ast.Call)
+                      for name in _call_names(node)}
+        except SyntaxError:
+            called = set()
+        if called & KERNEL_CHECKS:
+            advice.append(nbgrader_meta(cell).get("grade_id", "?"))
+    line = (f"{compared:g} of {total:g} points rest on values the grader compares, {read:g} of them also on "
+            f"facts it reads from the answer's source; {total - compared:g} on the kernel's own word")
+    if advice:
+        line += f"; kernel-side checks in visible parts are advice only ({', '.join(advice)})"
+    return line

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import nbformat
 
+from .answer_rules import answer_problems, declared_rules
 from .kernel import CellRun
 from .course import cell_points, is_support_file, is_test, nbgrader_meta
 from .merge import Merged, Role, merge, read_submission
@@ -163,13 +164,41 @@ def grade(source: Path, submission: Path | None, references: References, *, work
                                       sandboxed=sandboxed, record=True, support=_support_files(source))
     problems += run_problems
     scrub_tainted(merged.notebook, runs)
+    read = source_problems(merged)
     for i, role in enumerate(merged.roles):
         if role.kind == "test":
             cell = merged.notebook.cells[i]
             test = tests[role.grade_id] = _verdict(role.grade_id, cell_points(cell), runs.get(i),
                                                    references.cells.get(role.grade_id), problems)
+            if read.get(i) and test.points > 0:
+                test = tests[role.grade_id] = TestResult(role.grade_id, test.max_points, 0.0, "failed",
+                                                         source_reason(read[i]))
             cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=verdict_line(test))]
     return NotebookResult(tests, merged.notebook, problems)
+
+
+def source_problems(merged: Merged) -> dict[int, list[str]]:
+    """For each graded test cell (by index), what the grader read in its exercise's answer that
+    breaks the exercise's rules (:mod:`grader.answer_rules`); decided from text, in this process."""
+    cells = [(role.kind if cell.cell_type == "code" else "markdown", cell.source)
+             for role, cell in zip(merged.roles, merged.notebook.cells)]
+    found, answers, after_test = {}, [], False
+    for index, (kind, source) in enumerate(cells):
+        if kind == "answer":
+            answers = [] if after_test else answers
+            answers.append(index)
+            after_test = False
+        elif kind == "test":
+            after_test = True
+            found[index] = answer_problems(cells, answers, index, declared_rules(source))
+    return found
+
+
+def source_reason(problems: list[str]) -> str:
+    """One sentence for the student about what the grader read in their answer."""
+    listed = "; ".join(problems[:3]) + ("; and more" if len(problems) > 3 else "")
+    return (f"The grader read your code: it uses {listed}, which this exercise's contract rules out; "
+            "write it without them.")
 
 
 def verdict_line(test: TestResult) -> str:

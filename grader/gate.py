@@ -10,7 +10,9 @@ For each source notebook:
 (e) grade_ids are unique and the points add up to the header's ``Total points: N``;
 (f) every graded test cell follows the authoring rules (:mod:`grader.authoring`): its hidden part
     records the student's results and compares nothing in the kernel; its visible part runs
-    without the grader.
+    without the grader. A line "who decides" (never failing) says how many points rest on values the
+    grader compares, how many also on facts it reads from the answer's source, how many on the
+    kernel's own word, and which visible parts hold kernel-side checks (advice, no points).
 
 The trusted reference run also fails when a graded test cell records no value. Grading runs
 through :mod:`grader.execute`; the runs of all notebooks share one pool of ``workers`` processes.
@@ -27,7 +29,7 @@ import nbformat
 
 from . import course as nbs
 from .assembly import GraderError, build, release
-from .authoring import graded_cell_problems
+from .authoring import graded_cell_problems, who_decides
 from .jobs import Assignment, GradeJob, ReferenceJob, run_grade_job, run_reference_job
 from .runner import open_runner
 
@@ -137,6 +139,7 @@ def _structure_check(path: Path, report: GateReport) -> nbs.NotebookNode | None:
     rules = [problem for cell in source.cells if nbs.is_test(cell) for problem in graded_cell_problems(cell)]
     report.add("f", not rules, "; ".join(rules) or "hidden parts record results and compare nothing; "
                "visible parts run without the grader")
+    report.add("who decides", True, who_decides(source.cells))
     return source
 
 

@@ -1,0 +1,301 @@
+"""Facts the grader establishes from an answer's source, in its own process.
+
+"Do not call torch.cdist", "no Python loop", "do not call d2lite's version" were once checked inside
+the student's kernel by hooks that the checked code could remove. Here the grader reads the text
+instead (:mod:`grader.answer_source`), so no code of the student's runs while it decides.
+
+A graded test cell declares its exercise's rules in its hidden part, read here and never executed
+for a verdict::
+
+    from grader.record import answer_rules, record
+    answer_rules(avoid=("cdist", "pdist"), no_loops=True)
+
+What is judged, over every statement the exercise's answer cells can reach (their own, and those of
+earlier cells that bind a global name they read, the instructor's included):
+
+- ``avoid``: no attribute or imported name containing one of these words (case and underscores
+  ignored: "softmax" also catches ``torch.special.softmax``, ``_softmax``, ``nn.Softmax``);
+- every exercise: when the reached code names ``d2lite``, no attribute or imported name equal to a
+  function the answer defines (d2lite's version of it, by any import path), and no function that is
+  a copy of a sizeable d2lite function of that name or an avoided word (names, strings, docstrings
+  ignored);
+- ``no_modules``: the reached student code names none of these modules;
+- ``no_loops``: no ``for``/``while``, comprehension, recursion, ``map``/``filter``/``reduce`` or
+  per-element callback (``apply_``) in the reached student code;
+- ``no_host_sync_in_loops``: no ``.item()``, ``.tolist()``, ``.numpy()``, ``.cpu()``, ``float()``,
+  ``int()``, ``bool()``, ``print()`` inside a loop of the reached student code.
+
+Reading text can be fooled by code that decides at run time what it calls, so every student cell
+before the test (reached or not) must do without such code: ``getattr``, ``eval``, ``exec``,
+``globals``, ``vars``, ``__import__``, ``importlib``, ``sys``, ``inspect``, ``operator``,
+``get_ipython`` (input transformers), magics other than ``%matplotlib``, and attributes that start
+with ``_`` (private API, ``__dict__``, ``__globals__``) other than ``__init__`` and ``__name__``.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from .answer_source import Statement, cell_statements, reachable
+
+__all__ = ["Rules", "declared_rules", "rule_problems", "answer_problems", "DYNAMIC_NAMES", "DYNAMIC_MODULES"]
+
+DYNAMIC_NAMES = frozenset({"getattr", "setattr", "delattr", "vars", "globals", "locals", "eval", "exec",
+                           "compile", "__import__", "__builtins__", "get_ipython", "breakpoint"})
+DYNAMIC_MODULES = frozenset({"importlib", "sys", "builtins", "inspect", "operator", "ctypes", "gc", "types",
+                             "runpy", "pkgutil", "marshal", "IPython", "code", "codeop", "pydoc", "dill"})
+ALLOWED_PRIVATE = frozenset({"__init__", "__name__"})
+LOOP_NAMES = frozenset({"map", "filter", "reduce", "starmap", "accumulate", "itertools"})
+LOOP_ATTRIBUTES = frozenset({"apply_", "map_", "map2_"})
+SYNC_ATTRIBUTES = frozenset({"item", "tolist", "numpy", "cpu"})
+SYNC_NAMES = frozenset({"float", "int", "bool", "print"})
+LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+COPY_MIN_NODES = 40  # smaller d2lite functions have too few ways to be written to call one a copy
+D2LITE = "d2lite"
+
+
+@dataclass(frozen=True)
+class Rules:
+    avoid: tuple[str, ...] = ()
+    no_modules: tuple[str, ...] = ()
+    no_loops: bool = False
+    no_host_sync_in_loops: bool = False
+
+
+def _norm(name: str) -> str:
+    return name.replace("_", "").lower()
+
+
+def _declaration(source: str) -> ast.Call | None:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    return next((node for node in ast.walk(tree) if isinstance(node, ast.Call)
+                 and isinstance(node.func, ast.Name) and node.func.id == "answer_rules"), None)
+
+
+def rule_problems(source: str) -> list[str]:
+    """What is wrong with a test cell's ``answer_rules(...)`` declaration (gate check (f))."""
+    call = _declaration(source)
+    if call is None:
+        return []
+    if call.args:
+        return ["answer_rules() takes keywords only: avoid=, no_modules=, no_loops=, no_host_sync_in_loops="]
+    problems = []
+    for keyword in call.keywords:
+        if keyword.arg not in Rules.__dataclass_fields__:
+            problems.append(f"answer_rules() has no rule {keyword.arg!r}; use one of "
+                            f"{', '.join(Rules.__dataclass_fields__)}")
+            continue
+        try:
+            value = ast.literal_eval(keyword.value)
+        except ValueError:
+            problems.append(f"answer_rules({keyword.arg}=...) must be a literal (a tuple of strings or True)")
+            continue
+        wants_words = keyword.arg in ("avoid", "no_modules")
+        if wants_words and not (isinstance(value, (tuple, list)) and all(isinstance(v, str) and v for v in value)):
+            problems.append(f"answer_rules({keyword.arg}=...) must be a tuple of non-empty strings")
+        if not wants_words and not isinstance(value, bool):
+            problems.append(f"answer_rules({keyword.arg}=...) must be True or False")
+    return problems
+
+
+def declared_rules(test_source: str) -> Rules:
+    """The rules a (trusted) test cell declares; no declaration gives the rules every exercise has."""
+    call = _declaration(test_source)
+    if call is None or rule_problems(test_source):
+        return Rules()
+    values = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    return Rules(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+
+
+# --- what a statement names ---------------------------------------------------------------------
+
+def _attributes(node: ast.AST) -> list[tuple[str, int]]:
+    """(attribute or imported name, line) for every one in ``node``."""
+    found = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute):
+            found.append((sub.attr, sub.lineno))
+        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+            module = sub.module or "" if isinstance(sub, ast.ImportFrom) else ""
+            for part in module.split("."):
+                found.append((part, sub.lineno))
+            for alias in sub.names:
+                found.extend((part, sub.lineno) for part in alias.name.split("."))
+    return found
+
+
+def _modules_named(node: ast.AST) -> list[tuple[str, int]]:
+    """(name, line) for every plain name read and every module imported in ``node``."""
+    found = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            found.append((sub.id, sub.lineno))
+        elif isinstance(sub, ast.Import):
+            found.extend((alias.name.split(".")[0], sub.lineno) for alias in sub.names)
+        elif isinstance(sub, ast.ImportFrom):
+            found.append(((sub.module or "").split(".")[0], sub.lineno))
+    return found
+
+
+def _imported(node: ast.AST) -> set[str]:
+    """The top-level module names ``node`` imports (``import sys`` and ``from sys import path`` give sys)."""
+    if isinstance(node, ast.Import):
+        return {alias.name.split(".")[0] for alias in node.names}
+    if isinstance(node, ast.ImportFrom):
+        return {(node.module or "").split(".")[0]}
+    return set()
+
+
+def _dynamic(statement: Statement, importable: set[str]) -> list[str]:
+    """Code in a student's statement that decides at run time what it calls or reaches.
+
+    importable: the names of DYNAMIC_MODULES that an instructor's cell imported (a student who reads
+    them uses the module)."""
+    problems = []
+    for sub in ast.walk(statement.node):
+        if isinstance(sub, (ast.Import, ast.ImportFrom)):
+            problems += [f"`import {name}` (cell {statement.cell}, line {sub.lineno})"
+                         for name in sorted(_imported(sub) & DYNAMIC_MODULES)]
+        elif isinstance(sub, ast.Name) and (sub.id in DYNAMIC_NAMES or sub.id in importable):
+            problems.append(f"`{sub.id}` (cell {statement.cell}, line {sub.lineno})")
+        elif isinstance(sub, ast.Attribute) and sub.attr.startswith("_") and sub.attr not in ALLOWED_PRIVATE:
+            problems.append(f"the private attribute `{sub.attr}` (cell {statement.cell}, line {sub.lineno})")
+    return problems
+
+
+def _loops(statement: Statement) -> list[str]:
+    problems = []
+    recursive = {node.name for node in ast.walk(statement.node) if isinstance(node, ast.FunctionDef)
+                 and any(isinstance(s, ast.Name) and s.id == node.name for s in ast.walk(node))}
+    for sub in ast.walk(statement.node):
+        if isinstance(sub, LOOPS):
+            problems.append(f"a loop (`{type(sub).__name__}`, cell {statement.cell}, line {sub.lineno})")
+        elif isinstance(sub, ast.Name) and sub.id in LOOP_NAMES:
+            problems.append(f"`{sub.id}` (cell {statement.cell}, line {sub.lineno})")
+        elif isinstance(sub, ast.Attribute) and sub.attr in LOOP_ATTRIBUTES | LOOP_NAMES:
+            problems.append(f"`{sub.attr}` (cell {statement.cell}, line {sub.lineno})")
+    problems += [f"recursion (`{name}` calls itself, cell {statement.cell})" for name in sorted(recursive)]
+    return problems
+
+
+def _syncs_in_loops(statement: Statement) -> list[str]:
+    problems = []
+    for loop in (n for n in ast.walk(statement.node) if isinstance(n, LOOPS)):
+        for sub in ast.walk(loop):
+            if not isinstance(sub, ast.Call):
+                continue
+            func = sub.func
+            name = func.attr if isinstance(func, ast.Attribute) and func.attr in SYNC_ATTRIBUTES else (
+                func.id if isinstance(func, ast.Name) and func.id in SYNC_NAMES else None)
+            if name:
+                problems.append(f"`{name}()` inside a loop (cell {statement.cell}, line {sub.lineno})")
+    return sorted(set(problems))
+
+
+# --- copies of d2lite ---------------------------------------------------------------------------
+
+class _Canon(ast.NodeTransformer):
+    """Rename every variable and argument by order of first use; blank strings; drop docstrings."""
+
+    def __init__(self):
+        self.names: dict[str, str] = {}
+
+    def _name(self, name: str) -> str:
+        return self.names.setdefault(name, f"v{len(self.names)}")
+
+    def visit_Name(self, node):
+        return ast.copy_location(ast.Name(self._name(node.id), node.ctx), node)
+
+    def visit_arg(self, node):
+        return ast.copy_location(ast.arg(self._name(node.arg)), node)
+
+    def visit_Constant(self, node):
+        return ast.Constant("") if isinstance(node.value, str) else node
+
+    def visit_JoinedStr(self, node):
+        return ast.Constant("")
+
+    def visit_FunctionDef(self, node):
+        body = node.body[1:] if (node.body and isinstance(node.body[0], ast.Expr)
+                                 and isinstance(node.body[0].value, ast.Constant)) else node.body
+        return ast.FunctionDef(name="f", args=self.visit(node.args), body=[self.visit(b) for b in body] or [ast.Pass()],
+                               decorator_list=[], returns=None, type_comment=None)
+
+
+def _canonical(function: ast.FunctionDef) -> tuple[str, int]:
+    tree = _Canon().visit(ast.parse(ast.unparse(function)).body[0])
+    return ast.dump(tree), sum(1 for _ in ast.walk(tree))
+
+
+@functools.lru_cache(maxsize=1)
+def _d2lite_functions() -> tuple[tuple[str, str], ...]:
+    """(function name, canonical form) of every sizeable function in the installed d2lite."""
+    import d2lite
+
+    found = []
+    for path in sorted(Path(d2lite.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef):
+                form, size = _canonical(node)
+                if size >= COPY_MIN_NODES:
+                    found.append((node.name, form))
+    return tuple(found)
+
+
+def _copies(statement: Statement, words: set[str], own: set[str]) -> list[str]:
+    problems = []
+    for node in ast.walk(statement.node):
+        if isinstance(node, ast.FunctionDef):
+            form, _ = _canonical(node)
+            for name, d2lite_form in _d2lite_functions():
+                about = _norm(name) in own or any(w in _norm(name) for w in words)
+                if about and form == d2lite_form:
+                    problems.append(f"a copy of d2lite's `{name}` (cell {statement.cell}, line {node.lineno})")
+    return problems
+
+
+# --- the verdict --------------------------------------------------------------------------------
+
+def _defined(statements: list[Statement]) -> set[str]:
+    return {s.node.name for s in statements if isinstance(s.node, (ast.FunctionDef, ast.ClassDef))}
+
+
+def answer_problems(cells: list[tuple[str, str]], answer_cells: list[int], test_cell: int,
+                    rules: Rules) -> list[str]:
+    """Why the answer breaks its exercise's rules, as phrases ("`cdist` (cell 12, line 3)"); [] if none.
+
+    cells: (role, source) for every cell of the merged notebook, role "answer"/"added" (student's),
+    "trusted" (instructor's) or "test"; answer_cells: indices of the exercise's answer cells;
+    test_cell: index of the test cell being graded (only cells before it count)."""
+    statements: list[Statement] = []
+    for index, (role, source) in enumerate(cells[:test_cell]):
+        if role in ("answer", "added", "trusted"):
+            statements += cell_statements(source, index, role != "trusted") or []
+    importable = {name for s in statements if not s.student for name in _imported(s.node)} & DYNAMIC_MODULES
+    problems = [f"code the grader cannot read: {p}" for s in statements if s.student for p in _dynamic(s, importable)]
+    start = [s for s in statements if s.cell in answer_cells]
+    reached = reachable(start, [s for s in statements if s.cell not in answer_cells])
+    words = {_norm(w) for w in rules.avoid}
+    own = {_norm(name) for name in _defined(start)}
+    names_d2lite = any(name == D2LITE for s in reached for name, _ in _modules_named(s.node))
+    for statement in reached:
+        for attribute, line in _attributes(statement.node):
+            key = _norm(attribute)
+            if any(w in key for w in words) or (names_d2lite and key in own):
+                problems.append(f"`{attribute}` (cell {statement.cell}, line {line})")
+        if statement.student:
+            problems += _copies(statement, words, own)
+            problems += [f"the module `{name}` (cell {statement.cell}, line {line})"
+                         for name, line in _modules_named(statement.node) if name in rules.no_modules]
+            problems += _loops(statement) if rules.no_loops else []
+            problems += _syncs_in_loops(statement) if rules.no_host_sync_in_loops else []
+        elif rules.no_modules:
+            problems += [f"the module `{name}` (cell {statement.cell}, line {line})"
+                         for name, line in _modules_named(statement.node)
+                         if name in rules.no_modules and isinstance(statement.node, (ast.Import, ast.ImportFrom))]
+    return list(dict.fromkeys(problems))
