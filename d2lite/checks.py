@@ -12,8 +12,10 @@ torch.softmax") instead of tracer plumbing:
 
 ``forbid`` watches the calls themselves (a profile hook), so it sees a forbidden function however
 it is reached: through another name, a saved reference, ``getattr`` or a method call. These are
-self-checks of the student's own work: they run inside the student's Python process, so code
-written to defeat them could; graded verdicts never rest on them alone.
+self-checks of the student's own work: they run inside the student's Python process, where the
+checked code can switch them off (``sys.setprofile(None)``, another thread, a replaced module
+attribute), so they are advice and never a verdict. The grader judges the same properties on the
+answer's source, in its own process (``grader/answer_rules.py``).
 """
 from __future__ import annotations
 

@@ -14,7 +14,8 @@ What is judged, over every statement the exercise's answer cells can reach (thei
 earlier cells that bind a global name they read, the instructor's included):
 
 - ``avoid``: no attribute or imported name containing one of these words (case and underscores
-  ignored: "softmax" also catches ``torch.special.softmax``, ``_softmax``, ``nn.Softmax``);
+  ignored: "softmax" also catches ``torch.special.softmax``, ``_softmax``, ``nn.Softmax``); "pow"
+  also rules out ``**`` with an exponent that is not a whole-number literal;
 - every exercise: when the reached code names ``d2lite``, no attribute or imported name equal to a
   function the answer defines (d2lite's version of it, by any import path), and no function that is
   a copy of a sizeable d2lite function of that name or an avoided word (names, strings, docstrings
@@ -34,10 +35,9 @@ with ``_`` (private API, ``__dict__``, ``__globals__``) other than ``__init__`` 
 from __future__ import annotations
 
 import ast
-import functools
 from dataclasses import dataclass
-from pathlib import Path
 
+from .answer_copies import d2lite_copies
 from .answer_source import Statement, cell_statements, reachable
 
 __all__ = ["Rules", "declared_rules", "rule_problems", "answer_problems", "DYNAMIC_NAMES", "DYNAMIC_MODULES"]
@@ -52,7 +52,6 @@ LOOP_ATTRIBUTES = frozenset({"apply_", "map_", "map2_"})
 SYNC_ATTRIBUTES = frozenset({"item", "tolist", "numpy", "cpu"})
 SYNC_NAMES = frozenset({"float", "int", "bool", "print"})
 LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-COPY_MIN_NODES = 40  # smaller d2lite functions have too few ways to be written to call one a copy
 D2LITE = "d2lite"
 
 
@@ -197,66 +196,15 @@ def _syncs_in_loops(statement: Statement) -> list[str]:
     return sorted(set(problems))
 
 
-# --- copies of d2lite ---------------------------------------------------------------------------
-
-class _Canon(ast.NodeTransformer):
-    """Rename every variable and argument by order of first use; blank strings; drop docstrings."""
-
-    def __init__(self):
-        self.names: dict[str, str] = {}
-
-    def _name(self, name: str) -> str:
-        return self.names.setdefault(name, f"v{len(self.names)}")
-
-    def visit_Name(self, node):
-        return ast.copy_location(ast.Name(self._name(node.id), node.ctx), node)
-
-    def visit_arg(self, node):
-        return ast.copy_location(ast.arg(self._name(node.arg)), node)
-
-    def visit_Constant(self, node):
-        return ast.Constant("") if isinstance(node.value, str) else node
-
-    def visit_JoinedStr(self, node):
-        return ast.Constant("")
-
-    def visit_FunctionDef(self, node):
-        body = node.body[1:] if (node.body and isinstance(node.body[0], ast.Expr)
-                                 and isinstance(node.body[0].value, ast.Constant)) else node.body
-        return ast.FunctionDef(name="f", args=self.visit(node.args), body=[self.visit(b) for b in body] or [ast.Pass()],
-                               decorator_list=[], returns=None, type_comment=None)
-
-
-def _canonical(function: ast.FunctionDef) -> tuple[str, int]:
-    tree = _Canon().visit(ast.parse(ast.unparse(function)).body[0])
-    return ast.dump(tree), sum(1 for _ in ast.walk(tree))
-
-
-@functools.lru_cache(maxsize=1)
-def _d2lite_functions() -> tuple[tuple[str, str], ...]:
-    """(function name, canonical form) of every sizeable function in the installed d2lite."""
-    import d2lite
-
+def _powers(statement: Statement) -> list[str]:
+    """``x ** e`` where ``e`` is not an integer literal (``x ** 0.5`` is a square root)."""
     found = []
-    for path in sorted(Path(d2lite.__file__).parent.glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.FunctionDef):
-                form, size = _canonical(node)
-                if size >= COPY_MIN_NODES:
-                    found.append((node.name, form))
-    return tuple(found)
-
-
-def _copies(statement: Statement, words: set[str], own: set[str]) -> list[str]:
-    problems = []
-    for node in ast.walk(statement.node):
-        if isinstance(node, ast.FunctionDef):
-            form, _ = _canonical(node)
-            for name, d2lite_form in _d2lite_functions():
-                about = _norm(name) in own or any(w in _norm(name) for w in words)
-                if about and form == d2lite_form:
-                    problems.append(f"a copy of d2lite's `{name}` (cell {statement.cell}, line {node.lineno})")
-    return problems
+    for sub in ast.walk(statement.node):
+        if isinstance(sub, (ast.BinOp, ast.AugAssign)) and isinstance(sub.op, ast.Pow):
+            exponent = sub.right if isinstance(sub, ast.BinOp) else sub.value
+            if not (isinstance(exponent, ast.Constant) and type(exponent.value) is int):
+                found.append(f"`**` with an exponent that is not a whole number (cell {statement.cell}, line {sub.lineno})")
+    return found
 
 
 # --- the verdict --------------------------------------------------------------------------------
@@ -289,7 +237,7 @@ def answer_problems(cells: list[tuple[str, str]], answer_cells: list[int], test_
             if any(w in key for w in words) or (names_d2lite and key in own):
                 problems.append(f"`{attribute}` (cell {statement.cell}, line {line})")
         if statement.student:
-            problems += _copies(statement, words, own)
+            problems += d2lite_copies(statement, words, own) + (_powers(statement) if "pow" in words else [])
             problems += [f"the module `{name}` (cell {statement.cell}, line {line})"
                          for name, line in _modules_named(statement.node) if name in rules.no_modules]
             problems += _loops(statement) if rules.no_loops else []
