@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from .answer_copies import d2lite_copies
 from .answer_source import Statement, cell_statements, reachable
 
-__all__ = ["Rules", "declared_rules", "rule_problems", "answer_problems", "DYNAMIC_NAMES", "DYNAMIC_MODULES"]
+__all__ = ["Rules", "declared_rules", "rule_problems", "answer_problems", "test_cell_problems",
+           "DYNAMIC_NAMES", "DYNAMIC_MODULES"]
 
 DYNAMIC_NAMES = frozenset({"getattr", "setattr", "delattr", "vars", "globals", "locals", "eval", "exec",
                            "compile", "__import__", "__builtins__", "get_ipython", "breakpoint"})
@@ -247,3 +248,19 @@ def answer_problems(cells: list[tuple[str, str]], answer_cells: list[int], test_
                          for name, line in _modules_named(statement.node)
                          if name in rules.no_modules and isinstance(statement.node, (ast.Import, ast.ImportFrom))]
     return list(dict.fromkeys(problems))
+
+
+def test_cell_problems(cells: list[tuple[str, str]]) -> dict[int, list[str]]:
+    """answer_problems for every test cell of a notebook given as (role, source) pairs (roles as in
+    :func:`answer_problems`, "markdown" for the rest); an exercise's answer cells are those since the
+    previous exercise's tests."""
+    found, answers, after_test = {}, [], False
+    for index, (kind, source) in enumerate(cells):
+        if kind == "answer":
+            answers = [] if after_test else answers
+            answers.append(index)
+            after_test = False
+        elif kind == "test":
+            after_test = True
+            found[index] = answer_problems(cells, answers, index, declared_rules(source))
+    return found

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import nbformat
 
-from .answer_rules import answer_problems, declared_rules
+from .answer_rules import test_cell_problems
 from .kernel import CellRun
 from .course import cell_points, is_support_file, is_test, nbgrader_meta
 from .merge import Merged, Role, merge, read_submission
@@ -180,18 +180,8 @@ def grade(source: Path, submission: Path | None, references: References, *, work
 def source_problems(merged: Merged) -> dict[int, list[str]]:
     """For each graded test cell (by index), what the grader read in its exercise's answer that
     breaks the exercise's rules (:mod:`grader.answer_rules`); decided from text, in this process."""
-    cells = [(role.kind if cell.cell_type == "code" else "markdown", cell.source)
-             for role, cell in zip(merged.roles, merged.notebook.cells)]
-    found, answers, after_test = {}, [], False
-    for index, (kind, source) in enumerate(cells):
-        if kind == "answer":
-            answers = [] if after_test else answers
-            answers.append(index)
-            after_test = False
-        elif kind == "test":
-            after_test = True
-            found[index] = answer_problems(cells, answers, index, declared_rules(source))
-    return found
+    return test_cell_problems([(role.kind if cell.cell_type == "code" else "markdown", cell.source)
+                               for role, cell in zip(merged.roles, merged.notebook.cells)])
 
 
 def source_reason(problems: list[str]) -> str:
