@@ -16,6 +16,7 @@ import pytest
 import d2lite.optim
 import d2lite.parallel
 from grader.answer_rules import Rules, answer_problems, declared_rules, rule_problems
+from grader.authoring import who_decides
 from grader.execute import source_problems
 from grader.merge import merge, read_submission
 
@@ -65,6 +66,12 @@ def test_an_alias_made_in_another_cell_is_followed_to_where_it_was_bound():
     "kernel = __builtins__\n",
     "g = d2lite.sgd.__globals__\n",
     "%run other.py\n",
+    "table = vars(torch)\n",
+    "table = globals()\n",
+    "import inspect\n",
+    "from operator import attrgetter\n",
+    "import ctypes\n",
+    "import builtins\n",
 ])
 def test_code_that_decides_at_run_time_what_it_reaches_costs_the_point(hatch):
     found = problems(HONEST_SOFTMAX, SOFTMAX, added=hatch)
@@ -179,3 +186,20 @@ def test_the_courses_own_exercises_refuse_the_shortcuts(notebook, grade_id, answ
     test_at = min(i for i in read if i > answer_at)
     assert read[test_at], f"{grade_id}: the shortcut was not found"
     assert not any(read[i] for i in read if i < answer_at)  # earlier exercises keep their points
+
+
+def test_the_gate_says_who_decides_each_notebooks_points():
+    def test_cell(gid, points, source):
+        return nbformat.v4.new_code_cell(source, metadata={"nbgrader": {
+            "grade": True, "solution": False, "grade_id": gid, "points": points, "locked": True}})
+    cells = [
+        test_cell("recorded", 3, "from d2lite.checks import forbid\nwith forbid(print):\n    f()\n"
+                                 "### BEGIN HIDDEN TESTS\nfrom grader.record import answer_rules, record\n"
+                                 "answer_rules(avoid=('cdist',))\nrecord('a', f(), 'what')\n### END HIDDEN TESTS\n"),
+        test_cell("plain", 2, "### BEGIN HIDDEN TESTS\nfrom grader.record import record\n"
+                              "record('b', g(), 'what')\n### END HIDDEN TESTS\n"),
+        test_cell("asserts", 4, "assert h() == 1\n"),
+    ]
+    line = who_decides(cells)
+    assert line.startswith("5 of 9 points rest on values the grader compares, 3 of them also on facts")
+    assert "4 on the kernel's own word" in line and "advice only (recorded)" in line
