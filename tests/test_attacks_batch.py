@@ -55,6 +55,11 @@ def attacks(course: CourseDir) -> dict[str, nbs.NotebookNode]:
         "historian": attacker(release, {"mean_of": "def mean_of(x):\n    print(get_ipython().user_ns.get('In'))\n"
                                         "    return x.sum()\n"}),
         "many cells": attacker(release, {}, extra_cells=6000),
+        "shortcut": attacker(release, {"pairwise": "import torch\ndef pairwise_sq_dists(x, y):\n"
+                                                   "    return torch.cdist(x, y) ** 2\n", "scale": WRONG_SCALE}),
+        "status forger": attacker(release, {"scale": "kernel = get_ipython().kernel\nreal = kernel.do_execute\n"
+                                            "async def ok(*a, **k):\n    return {**(await real(*a, **k)), 'status': 'ok'}\n"
+                                            "kernel.do_execute = ok\n" + WRONG_SCALE}),
         "mallory\u009b2J\u202e": attacker(release, {"scale": WRONG_SCALE}),
     }
 
@@ -89,6 +94,14 @@ def test_every_attacker_scores_zero_and_the_gradebook_stays_readable(batches):
 
     root, mixed, _, honest = batches
     attackers = {o.student: o.score for o in mixed if o.student not in honest}
-    assert len(attackers) == 10 and set(attackers.values()) == {0.0}, attackers
+    assert len(attackers) == 12 and set(attackers.values()) == {0.0}, attackers
     with Gradebook(f"sqlite:///{CourseDir(root).gradebook}", "d2lite") as gb:
         assert {s.id for s in gb.students} >= honest
+
+
+def test_the_shortcut_matched_every_value_and_lost_only_to_what_the_grader_read(batches):
+    """Positive control: the grader writes a source reason only over a test whose values matched."""
+    _, mixed, _, _ = batches
+    shortcut = next(o for o in mixed if o.student == "shortcut")
+    test = next(t for t in shortcut.tests if t["grade_id"] == "test_pairwise")
+    assert test["points"] == 0 and test["reason"].startswith("The grader read your code"), test
