@@ -18,6 +18,11 @@ import pytest
 
 from browser_support import CHROMIUM_ARGS, chromium_executable, running_lab, student_environment
 
+# Without a Chromium that starts, the browser fixture skips; in CI that skip is a failure.
+pytestmark = pytest.mark.required_in_ci(
+    "install Debian's chromium (`make browser-deps`, i.e. `apt-get install chromium`) and check that "
+    "`chromium --headless --no-sandbox --dump-dom about:blank` starts on this machine")
+
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "build" / "test-artifacts"
 NOTEBOOK = "01_tensors/01_tensors.ipynb"
@@ -77,7 +82,7 @@ def browser():
     with sync_playwright() as playwright:
         try:
             chromium = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        except Exception as error:  # the one case we skip: Chromium cannot start on this machine
+        except Exception as error:  # Chromium cannot start on this machine (a failure in CI)
             pytest.skip(f"Chromium at {executable} cannot start here: {error}")
         yield chromium
         chromium.close()
