@@ -76,7 +76,7 @@ def lab(student_folder, tmp_path_factory):
 def browser():
     executable = chromium_executable()
     if executable is None:
-        pytest.skip("Debian's chromium is not installed: `make setup` installs it (apt-get install chromium)")
+        pytest.skip("Debian's chromium is not installed: `make browser-deps` (part of `make test`) installs it")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

@@ -1,11 +1,12 @@
-"""Graders with one defence taken out: the positive controls of the attack tests.
+"""Graders without a defence: the positive controls of the attack tests.
 
 An attack test shows that a submission earns nothing; that only proves something if the same
-submission WOULD earn points where the defence it targets is missing. Each ``points_*`` function
-below is the grader's verdict with exactly one defence removed, applied to what the kernel really
-sent during the real, sandboxed grading run of that submission. :func:`grade_watched` grades as
-the tests always do (``grader.execute.grade``) and, beside it, keeps every cell execution the
-kernel answered (code, status, outputs, record payloads), by wrapping ``Kernel.run`` in the worker
+submission WOULD earn points where the defence it targets is missing. :func:`stock_points` is
+stock nbgrader's rule (the kernel decides); each comparator below is the grader's own comparison
+(``grader.verdicts.check_records``) with exactly one defence removed. Both are applied to what the
+kernel really sent during the real, sandboxed grading run of that submission: :func:`grade_watched`
+grades as the tests always do (``grader.execute.grade``) and, beside it, keeps every execution the
+kernel answered (code, status, outputs, record payloads) by wrapping ``Kernel.run`` in the worker
 process; the wrapper only copies what the real method returns.
 
     results = grade_watched({name: (source, submission, references_file, unsafe)}, tmp)
@@ -63,7 +64,7 @@ class Watched:
         while since_last_test and start > 0 and self.cells[start - 1].kind != "test":
             start -= 1
         return [json.loads(text) for c in self.cells[start:i + 1]
-                for run in c.runs for text in run.records]
+                for run in c.runs for text in run.records if text is not None]
 
     def points(self, gid: str, expected: dict, comparator) -> float:
         """The points of test ``gid`` under ``comparator(watched, gid, expected) -> bool``."""
