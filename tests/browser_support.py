@@ -1,7 +1,8 @@
 """A real JupyterLab server and a real headless Chromium for the browser tests.
 
-Chromium is Debian's (`make setup` installs the `chromium` package); Playwright's Python package
-drives it through `executable_path`, since Playwright cannot download its own browser here.
+Chromium is Debian's (`make browser-deps`, part of `make test`, installs the `chromium` package);
+Playwright's Python package drives it through `executable_path`, since Playwright cannot download
+its own browser here.
 """
 from __future__ import annotations
 

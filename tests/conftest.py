@@ -1,0 +1,44 @@
+"""Suite-wide rule: in CI, a test marked ``required_in_ci`` that skips FAILS.
+
+Some tests need what a developer's machine may lack (a Chromium that starts, running as root), so
+they skip there. In CI (environment variable ``CI`` set, as CI services do; "", "0", "false" and
+"no" mean unset, as in ``d2lite.unattended``) such a skip would hide a check that never ran, and
+the run would still pass. There the skip becomes a failure that says what was missing and how to
+provide it (the marker's argument):
+
+    @pytest.mark.required_in_ci("run the tests as root, as .ci/run does")
+    def test_kernel_runs_unprivileged(): ...
+
+Skips of unmarked tests stay skips (e.g. the CUDA-only test: CI has no GPU). Only skips of a
+collected test are seen: do not skip a marked test at module level (``allow_module_level``).
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+MARKER = "required_in_ci"
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", f"{MARKER}(how): in CI (CI=true) a skip of this test is a "
+                                       "failure; `how` says how to give the test what it needs")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    marker = item.get_closest_marker(MARKER)
+    if marker is None or not report.skipped or hasattr(report, "wasxfail") or not in_ci():
+        return report
+    why = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    how = marker.args[0] if marker.args else "see the test's skip reason"
+    report.outcome = "failed"
+    report.longrepr = (f"{item.nodeid} must run in CI (CI={os.environ.get('CI')!r}) but was skipped "
+                       f"({why.removeprefix('Skipped: ')}).\nWhat to do: {how}")
+    return report
