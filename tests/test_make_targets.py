@@ -18,6 +18,7 @@ def debian_packages(target: str) -> set[str]:
             for pkg in line.split("ensure-debian-packages", 1)[1].split()}
 
 
+@pytest.mark.required_in_ci("install make (apt-get install make): make test runs through it")
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 @pytest.mark.parametrize("target, expected", [("lab", set()), ("demo", {"bubblewrap"}),
                                               ("test", {"bubblewrap", "chromium"})])
