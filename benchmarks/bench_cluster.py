@@ -1,6 +1,6 @@
 """Autograde through a Dask cluster against local worker processes, on one class, side by side.
 
-The class of bench_autograde (ten students, each submitting the first five course notebooks: 50
+The class of bench_autograde (ten students, each submitting five course notebooks, 01, 02, 03, 04 and 05: 50
 submissions; ``BENCH_AUTOGRADE_NOTEBOOKS`` changes which) is built, released and collected once,
 and each solution's reference values are computed once and copied into every run, so every run
 does the same work: grading 50 submissions. On fresh copies of that course, one after the other:

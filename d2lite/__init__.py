@@ -15,6 +15,7 @@ from .optim import *  # noqa: F401,F403
 from .parallel import *  # noqa: F401,F403
 from .animator import *  # noqa: F401,F403
 from .plotting import *  # noqa: F401,F403
+from .comparisons import *  # noqa: F401,F403
 from .timer import *  # noqa: F401,F403
 from .train import *  # noqa: F401,F403
 from .classify import *  # noqa: F401,F403

@@ -1,7 +1,7 @@
 """Data for the course: synthetic regression data and minibatch iterators over tensors.
 
-d2l names with d2l semantics: ``synthetic_data``, ``data_iter``, ``load_array``; the image data
-sets (Fashion-MNIST, the bundled digits) are in :mod:`d2lite.images`.
+d2l names with d2l semantics: ``synthetic_data``, ``data_iter``, ``load_array``; ``spirals``, a
+small classification problem in the plane for comparing optimizers; the image data sets (Fashion-MNIST, the bundled digits) are in :mod:`d2lite.images`.
 
 Loaders batch by tensor indexing instead of a DataLoader: the whole (small) data set is
 one tensor, each minibatch is ``tensor[indices]``. With ``device=`` the data set is moved
@@ -14,7 +14,7 @@ import math
 import torch
 from torch.utils.data import TensorDataset
 
-__all__ = ["synthetic_data", "data_iter", "TensorLoader", "load_array"]
+__all__ = ["synthetic_data", "spirals", "data_iter", "TensorLoader", "load_array"]
 
 
 def synthetic_data(w: torch.Tensor, b, num_examples: int, *, generator: torch.Generator | None = None):
@@ -28,6 +28,24 @@ def synthetic_data(w: torch.Tensor, b, num_examples: int, *, generator: torch.Ge
     y = X @ w.to(dtype) + b
     y += torch.normal(0.0, 0.01, y.shape, generator=generator, dtype=dtype)
     return X, y.reshape((-1, 1))
+
+
+def spirals(n_per_class: int = 100, classes: int = 3, *, noise: float = 0.2, seed: int = 0):
+    """Points on ``classes`` interleaved spiral arms in the plane, a classification problem that
+    no linear model solves.
+
+    Arm c holds n_per_class points at radii evenly spaced from 0 to 1, turning 4 radians from the
+    centre out, rotated by 2 pi c / classes; noise: standard deviation of the angle (radians).
+    Returns X: (classes * n_per_class, 2) float32 and y: (classes * n_per_class,) int64, arm by
+    arm; the same seed gives the same points (the global generator is not used).
+    """
+    if n_per_class < 1 or classes < 1:
+        raise ValueError(f"spirals needs n_per_class >= 1 and classes >= 1; got {n_per_class} and {classes}")
+    generator = torch.Generator().manual_seed(seed)
+    radius = torch.linspace(0.0, 1.0, n_per_class).repeat(classes)
+    y = torch.arange(classes).repeat_interleave(n_per_class)
+    angle = y * (2 * math.pi / classes) + 4.0 * radius + noise * torch.randn(len(y), generator=generator)
+    return torch.stack([radius * torch.sin(angle), radius * torch.cos(angle)], dim=1), y
 
 
 def _check_batching(batch_size, tensors) -> int:
