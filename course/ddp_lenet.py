@@ -126,7 +126,9 @@ def main(argv=None) -> dict | None:
     device, backend = choose_device_and_backend(local_rank, local_world_size)
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    dist.init_process_group(backend=backend)
+    # With a GPU, name it: NCCL then creates its communicator for that device at once (a broken setup
+    # fails here, not at the first collective). Gloo on the CPU has no device to bind.
+    dist.init_process_group(backend=backend, device_id=device if device.type == "cuda" else None)
     log = print if rank == 0 else (lambda *a, **k: None)
     try:
         # Only rank 0 says what it loaded; every rank reads the same files.
