@@ -177,6 +177,13 @@ def with_answer(notebook: str, grade_id: str, source: str, folder: Path):
     ("05_multigpu.ipynb", "split_batch",
      "def split_batch(X, y, devices):\n    return d2lite.split_batch(X, y, devices)"),
     ("05_multigpu.ipynb", "allreduce", "from d2lite import parallel as p\ndef allreduce(data):\n    p.allreduce(data)"),
+    ("04_gpu.ipynb", "evaluate_accuracy",
+     "def evaluate_accuracy(net, data_iter, device=None):\n    return d2lite.evaluate_accuracy_gpu(net, data_iter, device)"),
+    ("04_gpu.ipynb", "evaluate_accuracy",
+     "def evaluate_accuracy(net, data_iter, device=None):\n    device = device or next(net.parameters()).device\n"
+     "    right = total = 0\n    for X, y in data_iter:\n"
+     "        right += count_correct(net(X.to(device)), y.to(device)).item()\n        total += len(y)\n"
+     "    return right / total"),
 ])
 def test_the_courses_own_exercises_refuse_the_shortcuts(notebook, grade_id, answer, tmp_path):
     merged = with_answer(notebook, grade_id, answer, tmp_path)
