@@ -502,12 +502,16 @@ def student_script(html: str) -> list[str]:
     return scripts + handlers + links
 
 
-def test_the_payload_reaches_the_autograded_notebook(graded):
-    """Without this the feedback tests below would prove nothing."""
+def test_the_payload_reaches_the_autograded_notebook_only_as_text(graded):
+    """The kernel sent it (without this the feedback tests below would prove nothing), and the
+    grader kept it only cleaned: formgrader shows the autograded notebook to the instructor.
+    Raw payloads reaching feedback (a notebook stock nbgrader autograded) are tested in
+    tests/test_feedback_in_browser.py."""
     text = (graded / "autograded" / "xss" / A / f"{A}.ipynb").read_text(encoding="utf-8")
-    for part in ["<script>window.pwned_script", "onerror=\\\"window.pwned_img", "window.pwned_js",
-                 "javascript:window.pwned_link"]:
-        assert part in text
+    for part in ["&lt;script&gt;window.pwned_script", "&lt;img src=\\\"x\\\" onerror=\\\"window.pwned_img"]:
+        assert part in text, part
+    for part in ["<script>window.pwned", "window.pwned_js", "javascript:window.pwned_link"]:
+        assert part not in text, part
 
 
 def test_feedback_runs_no_script_from_the_student(graded):

@@ -8,7 +8,8 @@ JavaScript output, and PNG/JPEG images whose ``width``/``height`` metadata break
 
 A. ``course-grader autograde`` (sandboxed) then ``course-grader feedback``;
 B. stock ``nbgrader autograde`` (opted in: its autograded notebook keeps the raw outputs) then
-   ``course-grader feedback``, which sanitizes whatever autograded notebook it is given;
+   stock ``nbgrader generate_feedback``, which the course's ``nbgrader_config.py`` gives the same
+   sanitizer: it cleans whatever autograded notebook it is given;
 C. the control: the same stock-autograded notebook through nbgrader's ``generate_feedback``
    WITHOUT the sanitizer. Its payloads must run, or this test could not see them run.
 
@@ -73,21 +74,26 @@ def pages(tmp_path_factory) -> dict[str, Path]:
     autograde(root, workers=1, unsafe=False)  # also writes the reference values the stock copy needs
     shutil.copytree(root / "references", stock / "references", dirs_exist_ok=True)
     shutil.copy(root / ".course-grader-key", stock / ".course-grader-key")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COURSE_GRADER", "NBGRADER"))}
-    env.update({OPT_IN: "1", "PATH": str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")})
-    done = subprocess.run([sys.executable, "-c", NBGRADER, "autograde", A, "--student", STUDENT, "--create"],
-                          cwd=stock, env=env, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    stock_nbgrader(stock, "autograde", A, "--student", STUDENT, "--create")
     raw = (stock / "autograded" / STUDENT / A / f"{A}.ipynb").read_text(encoding="utf-8")
     assert "onerror=(window.__pwned" in raw and "<script>(window.__pwned" in raw, \
         "stock nbgrader should have kept the raw payloads; without them pages B and C prove nothing"
     control = base / "control"
     shutil.copytree(stock, control)
     feedback(root, students=[STUDENT])
-    feedback(stock, students=[STUDENT])
+    stock_nbgrader(stock, "generate_feedback", A, "--student", STUDENT, "--force")
     unsanitized(control)
     page = Path("feedback") / STUDENT / A / f"{A}.html"
     return {"course-grader": root / page, "stock autograde": stock / page, "control": control / page}
+
+
+def stock_nbgrader(root: Path, *args: str) -> None:
+    """Run nbgrader's own command line in ``root``, opted in to unsandboxed autograding."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COURSE_GRADER", "NBGRADER"))}
+    env.update({OPT_IN: "1", "PATH": str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")})
+    done = subprocess.run([sys.executable, "-c", NBGRADER, *args], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
 
 
 def unsanitized(root: Path) -> None:
