@@ -37,8 +37,9 @@ from grader.stock import OPT_IN
 NBGRADER = "import sys; from nbgrader.apps.nbgraderapp import main; sys.exit(main())"
 STUDENT = "mallory"
 ATTACK = r'''from IPython.display import HTML, Javascript, Latex, Markdown, display
-def _p(name):  # JavaScript that says `name` ran (no spaces: it must fit an unquoted attribute)
-    return "(window.__pwned=window.__pwned||[]).push('" + name + "');document.title='pwned'"
+def _p(name):  # JavaScript that says `name` ran (no spaces: it must fit an unquoted attribute;
+    # void(0) last: a javascript: link whose value is a string would replace the whole page)
+    return "(window.__pwned=window.__pwned||[]).push('" + name + "');document.title='pwned';void(0)"
 display({"image/png": "iVBORw0KGgo=", "text/plain": "png"}, raw=True,
         metadata={"image/png": {"width": "1 onerror=" + _p("png-width")}})
 display({"image/jpeg": "/9j/", "text/plain": "jpeg"}, raw=True, metadata={"height": "1 onerror=" + _p("jpeg-height")})
@@ -53,8 +54,9 @@ display(Markdown("[click](javascript:" + _p("markdown-link") + ")"))
 display(Latex(r"$\href{javascript:" + _p("latex") + "}{click}$"))
 print("<script>" + _p("stdout") + "</script>")
 '''
-# What must run in the control page: the payloads nbconvert's own template lets through.
-CONTROL_MUST_RUN = {"png-width", "jpeg-height", "script", "html-img", "html-link", "javascript"}
+# What must run in the control page: the payloads nbconvert's own template lets through. (Its
+# JavaScript outputs need jQuery, and LaTeX links MathJax, both from a CDN this offline test refuses.)
+CONTROL_MUST_RUN = {"png-width", "jpeg-height", "script", "html-img", "html-link", "inline-svg", "markdown-link"}
 CLICK_LINKS = """() => { for (const a of document.querySelectorAll('a[href]')) {
     if (!['http:', 'https:', 'mailto:', 'file:'].includes(a.protocol)) a.click(); } }"""
 SETTLE = "() => new Promise(done => setTimeout(done, 500))"  # let queued javascript: navigations run
