@@ -11,8 +11,9 @@ browser of whoever opens the page. :class:`SanitizeStudentHTML` rebuilds every o
 :mod:`grader.allowlist` (known MIME types, cleaned HTML, numeric image sizes, LaTeX as text; the
 rest dropped), also for autograded notebooks that stock nbgrader wrote, and cleans every markdown
 or raw cell that is not word for word the instructor's (instructor text is left as written: it may
-use HTML that a student may not, such as images). Both preprocessors are listed by :func:`feedback_preprocessors`,
-which ``nbgrader_config.py`` uses and :func:`feedback` imposes, whatever an older config file says.
+use HTML that a student may not, such as images). Both preprocessors are listed by
+:func:`feedback_preprocessors`, which ``nbgrader_config.py`` uses and :func:`feedback` imposes,
+whatever an older config file says.
 """
 from __future__ import annotations
 
