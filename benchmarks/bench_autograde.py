@@ -198,7 +198,8 @@ def installed_d2lite(tmp: Path) -> Path:
 def time_stock(course: Path, names: list[str], site: Path) -> float:
     start = time.perf_counter()
     for assignment in names:
-        _run([BIN / "nbgrader", "autograde", assignment], cwd=course, PYTHONPATH=str(site))
+        _run([BIN / "nbgrader", "autograde", assignment], cwd=course, PYTHONPATH=str(site),
+             COURSE_GRADER_ALLOW_UNSANDBOXED="1")  # the course refuses stock autograde without it
     return time.perf_counter() - start
 
 

@@ -47,7 +47,7 @@ c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplemente
 try:
     from grader.export import SafeCsvExport  # noqa: E402
     from grader.feedback import feedback_preprocessors  # noqa: E402
-    from grader.stock import autograde_preprocessors  # noqa: E402
+    from grader.stock import GuardedExporter, autograde_preprocessors  # noqa: E402
 except ImportError as missing:
     raise SystemExit(
         "nbgrader_config.py of course {course_id!r}: the course's `grader` package is not importable "
@@ -60,7 +60,12 @@ except ImportError as missing:
 c.GenerateFeedback.preprocessors = feedback_preprocessors()
 # `nbgrader export`: nbgrader's CSV columns, with cells a spreadsheet would run as formulas escaped.
 c.ExportApp.plugin_class = SafeCsvExport
-# Stock `nbgrader autograde` compares recorded values with the solution's, as course-grader does.
+# Stock `nbgrader autograde` runs students' code UNSANDBOXED, as you, next to gradebook.db and the
+# solutions: it refuses unless COURSE_GRADER_ALLOW_UNSANDBOXED=1 is set or the next line says True.
+# Use `course-grader autograde` (sandboxed) for any class you do not trust.
+c.Autograde.exporter_class = GuardedExporter
+c.GuardedExporter.allow_unsandboxed = False
+# When allowed, it compares recorded values with the solution's, as course-grader does.
 c.Autograde.autograde_preprocessors = autograde_preprocessors()
 c.CheckRecords.course_root = os.path.dirname(os.path.abspath(__file__))
 '''

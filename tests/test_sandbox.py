@@ -147,7 +147,7 @@ def test_output_flood_is_capped_in_bytes(kernel):
     lines = kernel.run("for i in range(200_000):\n    print(i)")
     line = kernel.run("print('x' * 5_000_000)")
     image = kernel.run("from IPython.display import display\n"
-                       "display({'image/png': 'A' * 3_000_000}, raw=True)")
+                       "display({'image/png': 'iVBORw0KGgoA' + 'A' * 3_000_000}, raw=True)")  # a PNG's head
     for run in (lines, line, image):
         assert run.truncated and run.status == "ok"
         assert sum(len(str(o)) for o in run.outputs) < 2 * SMALL.max_output_bytes

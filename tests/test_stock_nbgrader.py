@@ -1,9 +1,12 @@
 """Stock nbgrader on a course-grader course directory: the same scores, or a clear refusal.
 
-An instructor may run nbgrader's own commands in the course directory. With the course's package
-installed they must score every cell as course-grader does (``grader.stock``). In a Python
-environment without it (a JupyterHub image built without the course) every command must refuse,
-saying what to install, and write nothing: no feedback page (it would show hidden tests), no grade.
+An instructor may run nbgrader's own commands in the course directory. Stock ``nbgrader autograde``
+runs students' code unsandboxed, as the instructor, next to the gradebook and the solutions: it
+refuses, saying why and what to run instead, and changes nothing, unless the instructor opts in
+(``COURSE_GRADER_ALLOW_UNSANDBOXED=1``); then it must score every cell as course-grader does
+(``grader.stock``). In a Python environment without the course's package (a JupyterHub image
+built without the course) every command must refuse, saying what to install, and write nothing:
+no feedback page (it would show hidden tests), no grade.
 """
 from __future__ import annotations
 
@@ -18,7 +21,10 @@ import pytest
 
 from classroom import A, class_of, released_course, write_inbox
 from grader.batch import autograde
+from grader import course as nbs
 from grader.collect import collect
+from grader.stock import OPT_IN
+
 NBGRADER = "import sys; from nbgrader.apps.nbgraderapp import main; sys.exit(main())"
 
 
@@ -43,8 +49,9 @@ def class_dirs(tmp_path_factory):
     return root, copy
 
 
-def nbgrader(python: str, root: Path, *args: str) -> subprocess.CompletedProcess:
+def nbgrader(python: str, root: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COURSE_GRADER", "NBGRADER"))}
+    env.update(extra)
     env["PATH"] = str(Path(python).parent) + os.pathsep + env.get("PATH", "")
     return subprocess.run([python, "-c", NBGRADER, *args], cwd=root, env=env, capture_output=True,
                           text=True, timeout=900)
@@ -52,12 +59,72 @@ def nbgrader(python: str, root: Path, *args: str) -> subprocess.CompletedProcess
 
 def test_stock_autograde_scores_every_cell_as_course_grader_does(class_dirs):
     ours, stock = class_dirs
-    done = nbgrader(sys.executable, stock, "autograde", A, "--create")
+    done = nbgrader(sys.executable, stock, "autograde", A, "--create", **{OPT_IN: "1"})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     expected = cell_scores(ours)
     assert {s for s, _ in expected} == {"ann", "bob", "dan", "eve"}
     assert sum(expected.values()) > 0 and 0 in expected.values()  # a mix of right and wrong
     assert cell_scores(stock) == expected
+
+
+# An answer that, run as the instructor in the course directory, gives everyone 99 points in the
+# gradebook and copies the solution notebook next to it.
+TAMPER = """
+import pathlib, sqlite3
+for _folder in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]:
+    if (_folder / "gradebook.db").exists():
+        _db = sqlite3.connect(_folder / "gradebook.db")
+        _db.execute("UPDATE grade SET manual_score = 99")
+        _db.commit()
+        _solution = _folder / "source" / "01_fixture" / "01_fixture.ipynb"
+        (_folder / "stolen.ipynb").write_text(_solution.read_text())
+        break
+"""
+
+
+def grades(root: Path) -> dict[str, tuple]:
+    """grade row id -> (auto score, manual score), read from gradebook.db with sqlite."""
+    import sqlite3
+
+    with sqlite3.connect(root / "gradebook.db") as db:
+        return {i: (a, m) for i, a, m in db.execute("SELECT id, auto_score, manual_score FROM grade")}
+
+
+@pytest.fixture
+def tampering_class(class_dirs, tmp_path):
+    """A copy of the course graded by course-grader, plus a submission by `mal` that tampers."""
+    ours, _ = class_dirs
+    root = tmp_path / "course"
+    shutil.copytree(ours, root)
+    attack = nbs.read_notebook(Path(__file__).parent / "fixtures" / "grader" / "course" / f"{A}.ipynb")
+    answer = next(c for c in attack.cells if nbs.nbgrader_meta(c).get("grade_id") == "scale")
+    answer.source = TAMPER + answer.source
+    nbs.write_notebook(attack, root / "submitted" / "mal" / A / f"{A}.ipynb")
+    return root
+
+
+def test_stock_autograde_refuses_without_the_opt_in_and_changes_nothing(tampering_class):
+    root = tampering_class
+    before = grades(root)
+    autograded = {p: p.read_bytes() for p in (root / "autograded").rglob("*") if p.is_file()}
+    assert before and autograded
+    done = nbgrader(sys.executable, root, "autograde", A, "--force", "--create")
+    said = done.stdout + done.stderr
+    assert done.returncode != 0, said[-2000:]
+    for words in ("refused", "unsandboxed", "gradebook.db", f"autograde {A}", f"{OPT_IN}=1"):
+        assert words in said, f"the refusal should say {words!r}; it said:\n{said[-2000:]}"
+    assert grades(root) == before, "no grade may change"
+    assert {p: p.read_bytes() for p in (root / "autograded").rglob("*") if p.is_file()} == autograded
+    assert not (root / "stolen.ipynb").exists() and not (root / "autograded" / "mal").exists()
+
+
+def test_with_the_opt_in_the_same_submission_does_what_the_refusal_warns_of(tampering_class):
+    """The control: the refusal is what kept the grades; unsandboxed, the attack works."""
+    root = tampering_class
+    done = nbgrader(sys.executable, root, "autograde", A, "--student", "mal", "--create", **{OPT_IN: "1"})
+    assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
+    assert (root / "stolen.ipynb").exists()
+    assert {manual for _, manual in grades(root).values()} == {99}
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,82 @@
+"""The allowlist that outputs and feedback are rebuilt from (grader/allowlist.py), field by field.
+
+The pages themselves are checked in a real browser (tests/test_feedback_in_browser.py); these
+tests pin each rule with values a student's kernel can send.
+"""
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from grader.allowlist import safe_bundle, safe_image, safe_metadata, safe_output, safe_size
+
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(40))).decode()
+JPEG = base64.b64encode(b"\xff\xd8\xff\xe0" + bytes(40)).decode()
+
+
+@pytest.mark.parametrize("value, kept", [
+    (300, 300), (2.5, 2.5), ("300", None), ("1 onerror=alert(1)", None), (True, None), (0, None),
+    (-4, None), (float("nan"), None), (float("inf"), None), (None, None), ([1], None), ({"a": 1}, None),
+])
+def test_sizes_are_positive_finite_numbers_only(value, kept):
+    assert safe_size(value) == kept
+
+
+def test_metadata_keeps_only_numeric_sizes_of_images():
+    metadata = {"image/png": {"width": "1 onerror=alert(1)", "height": 20, "unconfined": True},
+                "image/jpeg": {"width": 7.5}, "width": 10, "height": "x", "text/html": {"isolated": True},
+                "filenames": {"image/png": "/etc/passwd"}}
+    assert safe_metadata(metadata) == {"width": 10, "image/png": {"height": 20}, "image/jpeg": {"width": 7.5}}
+
+
+@pytest.mark.parametrize("value, mime, kept", [
+    (PNG, "image/png", PNG), (PNG[:20] + "\n" + PNG[20:], "image/png", PNG), (JPEG, "image/jpeg", JPEG),
+    (JPEG, "image/png", None), (PNG + '" onerror="alert(1)', "image/png", None),
+    (base64.b64encode(b"<svg onload=alert(1)>").decode(), "image/png", None), (PNG, "image/svg+xml", None),
+    (5, "image/png", None),
+])
+def test_images_are_base64_pngs_and_jpegs_only(value, mime, kept):
+    assert safe_image(value, mime) == kept
+
+
+def test_a_bundle_keeps_known_types_and_cleans_their_text():
+    bundle = safe_bundle({
+        "text/plain": "<b>x</b>", "image/png": PNG, "image/svg+xml": "<svg onload=alert(1)/>",
+        "application/javascript": "alert(1)", "text/html": '<script>alert(1)</script><a href="javascript:alert(1)">a</a>'
+        '<img src=x onerror=alert(1)><b title="t" onclick="alert(1)">b</b>',
+        "text/latex": r"$\href{javascript:alert(1)}{x}$", "application/vnd.jupyter.widget-view+json": {"model_id": "x"},
+    })
+    assert set(bundle) == {"text/plain", "image/png", "text/html"}
+    assert bundle["text/plain"] == "<b>x</b>", "plain text is escaped by the page, not here"
+    html = bundle["text/html"]
+    assert "<script" not in html and "javascript:" not in html and "<img" not in html and "onclick" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<a>a</a>" in html and "<b>b</b>" in html
+
+
+def test_latex_is_shown_as_text_when_there_is_no_plain_text():
+    assert safe_bundle({"text/latex": r"$\href{javascript:alert(1)}{x}$"}) == \
+        {"text/plain": r"$\href{javascript:alert(1)}{x}$"}
+
+
+def test_markdown_is_rendered_then_cleaned():
+    html = safe_bundle({"text/markdown": "[x](javascript:alert(1)) **b** <img src=x onerror=alert(1)>"})["text/html"]
+    assert "javascript:" not in html and "<img" not in html and "<strong>b</strong>" in html
+
+
+@pytest.mark.parametrize("output", [
+    {"output_type": "display_data", "data": {"image/svg+xml": "<svg/>"}, "metadata": {}},
+    {"output_type": "display_data", "data": {"application/javascript": "alert(1)"}, "metadata": {}},
+    {"output_type": "update_display_data", "data": {"text/plain": "x"}, "metadata": {}},
+    {"output_type": "stream", "name": "\x1b]0;x", "text": "x"},
+    {"output_type": "stream", "name": "stdout", "text": 5},
+    "not an output",
+])
+def test_outputs_with_nothing_allowed_are_dropped(output):
+    assert safe_output(output) is None
+
+
+def test_an_execution_count_that_is_not_a_count_is_dropped():
+    out = safe_output({"output_type": "execute_result", "data": {"text/plain": "1"}, "metadata": {},
+                       "execution_count": "<script>alert(1)</script>"})
+    assert out["execution_count"] is None and out["data"] == {"text/plain": "1"}

@@ -1,0 +1,169 @@
+"""Feedback pages opened in a real headless Chromium: no markup of the student's runs.
+
+A student's answer displays every kind of active output we know of: a ``<script>``, an
+``<img onerror>``, ``javascript:`` links in HTML, markdown and LaTeX, an SVG with a script, a
+JavaScript output, and PNG/JPEG images whose ``width``/``height`` metadata breaks out of the
+``<img>`` tag. Each payload, if it runs, pushes its name on ``window.__pwned`` and sets
+``document.title``. Three pages are made from the same submission, for real:
+
+A. ``course-grader autograde`` (sandboxed) then ``course-grader feedback``;
+B. stock ``nbgrader autograde`` (opted in: its autograded notebook keeps the raw outputs) then
+   stock ``nbgrader generate_feedback``, which the course's ``nbgrader_config.py`` gives the same
+   sanitizer: it cleans whatever autograded notebook it is given;
+C. the control: the same stock-autograded notebook through nbgrader's ``generate_feedback``
+   WITHOUT the sanitizer. Its payloads must run, or this test could not see them run.
+
+Every page is loaded from disk (requests off the machine are refused), every non-web link in it is
+clicked, and then the page is asked what ran.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from browser_support import CHROMIUM_ARGS, chromium_executable
+from classroom import A, FIXTURE, released_course
+from grader import course as nbs
+from grader.batch import autograde
+from grader.collect import collect
+from grader.feedback import feedback
+from grader.stock import OPT_IN
+
+NBGRADER = "import sys; from nbgrader.apps.nbgraderapp import main; sys.exit(main())"
+STUDENT = "mallory"
+ATTACK = r'''from IPython.display import HTML, Javascript, Latex, Markdown, display
+def _p(name):  # JavaScript that says `name` ran (no spaces: it must fit an unquoted attribute;
+    # void(0) last: a javascript: link whose value is a string would replace the whole page)
+    return "(window.__pwned=window.__pwned||[]).push('" + name + "');document.title='pwned';void(0)"
+display({"image/png": "iVBORw0KGgo=", "text/plain": "png"}, raw=True,
+        metadata={"image/png": {"width": "1 onerror=" + _p("png-width")}})
+display({"image/jpeg": "/9j/", "text/plain": "jpeg"}, raw=True, metadata={"height": "1 onerror=" + _p("jpeg-height")})
+display(HTML("<script>" + _p("script") + "</script>"))
+display(HTML('<img src="x" onerror="' + _p("html-img") + '">'))
+display(HTML('<a href="javascript:' + _p("html-link") + '">click</a>'))
+display(HTML("<svg><script>" + _p("inline-svg") + "</script></svg>"))
+display({"image/svg+xml": '<svg xmlns="http://www.w3.org/2000/svg" onload="' + _p("svg") + '"><script>'
+         + _p("svg-script") + "</script></svg>", "text/plain": "svg"}, raw=True)
+display(Javascript(_p("javascript")))
+display(Markdown("[click](javascript:" + _p("markdown-link") + ")"))
+display(Latex(r"$\href{javascript:" + _p("latex") + "}{click}$"))
+print("<script>" + _p("stdout") + "</script>")
+'''
+# What must run in the control page: the payloads nbconvert's own template lets through. (Its
+# JavaScript outputs need jQuery, and LaTeX links MathJax, both from a CDN this offline test refuses.)
+CONTROL_MUST_RUN = {"png-width", "jpeg-height", "script", "html-img", "html-link", "inline-svg", "markdown-link"}
+CLICK_LINKS = """() => { for (const a of document.querySelectorAll('a[href]')) {
+    if (!['http:', 'https:', 'mailto:', 'file:'].includes(a.protocol)) a.click(); } }"""
+SETTLE = "() => new Promise(done => setTimeout(done, 500))"  # let queued javascript: navigations run
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("feedback pages")
+    root = released_course(base / "course")
+    attack = nbs.read_notebook(FIXTURE)
+    answer = next(c for c in attack.cells if nbs.nbgrader_meta(c).get("grade_id") == "scale")
+    answer.source = ATTACK + answer.source
+    nbs.write_notebook(attack, base / "inbox" / STUDENT / f"{A}.ipynb")
+    assert collect(root, base / "inbox").rejected == []
+    stock = base / "stock"
+    shutil.copytree(root, stock)
+    autograde(root, workers=1, unsafe=False)  # also writes the reference values the stock copy needs
+    shutil.copytree(root / "references", stock / "references", dirs_exist_ok=True)
+    shutil.copy(root / ".course-grader-key", stock / ".course-grader-key")
+    stock_nbgrader(stock, "autograde", A, "--student", STUDENT, "--create")
+    raw = (stock / "autograded" / STUDENT / A / f"{A}.ipynb").read_text(encoding="utf-8")
+    assert "onerror=(window.__pwned" in raw and "<script>(window.__pwned" in raw, \
+        "stock nbgrader should have kept the raw payloads; without them pages B and C prove nothing"
+    control = base / "control"
+    shutil.copytree(stock, control)
+    feedback(root, students=[STUDENT])
+    stock_nbgrader(stock, "generate_feedback", A, "--student", STUDENT, "--force")
+    unsanitized(control)
+    page = Path("feedback") / STUDENT / A / f"{A}.html"
+    return {"course-grader": root / page, "stock autograde": stock / page, "control": control / page}
+
+
+def stock_nbgrader(root: Path, *args: str) -> None:
+    """Run nbgrader's own command line in ``root``, opted in to unsandboxed autograding."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COURSE_GRADER", "NBGRADER"))}
+    env.update({OPT_IN: "1", "PATH": str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")})
+    done = subprocess.run([sys.executable, "-c", NBGRADER, *args], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+
+
+def unsanitized(root: Path) -> None:
+    """nbgrader's generate_feedback with every step of ours but the sanitizer."""
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from nbgrader.preprocessors import GetGrades
+    from traitlets.config import Config
+
+    from grader.config import nbgrader_api
+    from grader.feedback import HideHiddenTests
+
+    imposed = Config()
+    imposed.GenerateFeedback.preprocessors = [HideHiddenTests, GetGrades, CSSHTMLHeaderPreprocessor]
+    result = nbgrader_api(root, imposed).generate_feedback(A, STUDENT, force=True)
+    assert result.get("success"), result
+
+
+@pytest.fixture(scope="module")
+def browser():
+    executable = chromium_executable()
+    if executable is None:
+        pytest.skip("Debian's chromium is not installed: `make setup` installs it (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        try:
+            chromium = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        except Exception as error:  # the one case we skip: Chromium cannot start on this machine
+            pytest.skip(f"Chromium at {executable} cannot start here: {error}")
+        yield chromium
+        chromium.close()
+
+
+def opened(browser, path: Path):
+    """A Chromium page showing ``path``, its links clicked; only file: requests are served."""
+    page = browser.new_page()
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
+               else route.abort())
+    page.goto(path.as_uri(), wait_until="load")
+    page.evaluate(CLICK_LINKS)
+    page.evaluate(SETTLE)
+    return page
+
+
+def ran(page) -> set[str]:
+    return set(page.evaluate("() => window.__pwned || []"))
+
+
+def test_the_control_page_runs_the_payloads(browser, pages):
+    """Without the sanitizer the payloads run: the check below can see a script run."""
+    page = opened(browser, pages["control"])
+    page.wait_for_function("names => names.every(n => (window.__pwned || []).includes(n))",
+                           arg=sorted(CONTROL_MUST_RUN), timeout=10_000)
+    assert CONTROL_MUST_RUN <= ran(page) and page.title() == "pwned"
+    page.close()
+
+
+@pytest.mark.parametrize("made_by", ["course-grader", "stock autograde"])
+def test_no_payload_runs_in_a_feedback_page(browser, pages, made_by):
+    page = opened(browser, pages[made_by])
+    assert ran(page) == set() and page.title() != "pwned", (made_by, ran(page))
+    active = page.evaluate("""() => [...document.querySelectorAll('*')].flatMap(e =>
+        [...e.attributes].filter(a => /^on/i.test(a.name) || /^\\s*(javascript|data|vbscript):/i.test(a.value)
+            && !/^data:image\\/(png|jpeg);base64,/.test(a.value)).map(a => e.tagName + ' ' + a.name + '=' + a.value))""")
+    assert active == [], active
+    scripts = page.evaluate("() => [...document.scripts].map(s => s.text).filter(t => t.includes('__pwned'))")
+    assert scripts == []
+    text = page.inner_text("body")
+    assert "<script>(window.__pwned" in text, "the student still sees, as text, what their code displayed"
+    assert "\\href{javascript:" in text, "LaTeX is shown as its source"
+    page.close()
