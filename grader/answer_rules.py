@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from .answer_copies import d2lite_copies
 from .answer_source import Statement, cell_statements, reachable
 
-__all__ = ["Rules", "declared_rules", "rule_problems", "answer_problems", "test_cell_problems",
+__all__ = ["Rules", "declared_rules", "rule_problems", "answer_problems", "test_cell_problems", "source_reason",
            "DYNAMIC_NAMES", "DYNAMIC_MODULES"]
 
 DYNAMIC_NAMES = frozenset({"getattr", "setattr", "delattr", "vars", "globals", "locals", "eval", "exec",
@@ -264,3 +264,10 @@ def test_cell_problems(cells: list[tuple[str, str]]) -> dict[int, list[str]]:
             after_test = True
             found[index] = answer_problems(cells, answers, index, declared_rules(source))
     return found
+
+
+def source_reason(problems: list[str]) -> str:
+    """One sentence for the student about what the grader read in their answer."""
+    listed = "; ".join(problems[:3]) + ("; and more" if len(problems) > 3 else "")
+    return (f"The grader read your code: it uses {listed}, which this exercise's contract rules out; "
+            "write it without them.")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import nbformat
 
-from .answer_rules import test_cell_problems
+from .answer_rules import source_reason, test_cell_problems
 from .kernel import CellRun
 from .course import cell_points, is_support_file, is_test, nbgrader_meta
 from .merge import Merged, Role, merge, read_submission
@@ -182,13 +182,6 @@ def source_problems(merged: Merged) -> dict[int, list[str]]:
     breaks the exercise's rules (:mod:`grader.answer_rules`); decided from text, in this process."""
     return test_cell_problems([(role.kind if cell.cell_type == "code" else "markdown", cell.source)
                                for role, cell in zip(merged.roles, merged.notebook.cells)])
-
-
-def source_reason(problems: list[str]) -> str:
-    """One sentence for the student about what the grader read in their answer."""
-    listed = "; ".join(problems[:3]) + ("; and more" if len(problems) > 3 else "")
-    return (f"The grader read your code: it uses {listed}, which this exercise's contract rules out; "
-            "write it without them.")
 
 
 def verdict_line(test: TestResult) -> str:

@@ -28,6 +28,7 @@ from nbconvert.exporters import NotebookExporter
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, Unicode
 
+from .answer_rules import source_reason, test_cell_problems
 from .course import is_test, nbgrader_meta
 from .coursedir import CourseDir
 from .record import MIME_TYPE
@@ -95,10 +96,27 @@ class CheckRecords(Preprocessor):
                                "in nbgrader_config.py) and nbgrader's assignment name; without them "
                                "no graded test could be scored")
         references = self.references(Path(self.course_root), assignment, notebook)
-        for cell in nb.cells:
+        source = CourseDir(Path(self.course_root)).source(assignment) / f"{notebook}.ipynb"
+        read = test_cell_problems(self.roles(nb, nbformat.read(str(source), as_version=4)))
+        for index, cell in enumerate(nb.cells):
             if cell.cell_type == "code" and is_test(cell):
-                self.check_cell(cell, references.cells.get(nbgrader_meta(cell).get("grade_id", "")))
+                self.check_cell(cell, references.cells.get(nbgrader_meta(cell).get("grade_id", "")),
+                                read.get(index, []))
         return nb, resources
+
+    @staticmethod
+    def roles(nb, source) -> list[tuple[str, str]]:
+        """(role, source) of every cell, as :func:`grader.answer_rules.test_cell_problems` reads
+        them: a code cell without nbgrader metadata is the instructor's when the source notebook
+        has the same text, else the student's ("added")."""
+        trusted = {cell.source for cell in source.cells if cell.cell_type == "code"}
+        roles = []
+        for cell in nb.cells:
+            meta = nbgrader_meta(cell)
+            role = ("markdown" if cell.cell_type != "code" else "test" if is_test(cell)
+                    else "answer" if meta.get("solution") else "trusted" if cell.source in trusted else "added")
+            roles.append((role, cell.source))
+        return roles
 
     def references(self, root: Path, assignment: str, notebook: str) -> References:
         """The solution's recorded values, computed now when missing or older than the source."""
@@ -125,7 +143,7 @@ class CheckRecords(Preprocessor):
         return references
 
     @staticmethod
-    def check_cell(cell, expected: dict | None) -> None:
+    def check_cell(cell, expected: dict | None, read: list[str] = ()) -> None:
         payloads = [json.loads(json.dumps(o["data"][MIME_TYPE])) for o in cell.outputs  # plain types
                     if o.get("output_type") == "display_data" and MIME_TYPE in o.get("data", {})]
         cell.outputs = [o for o in cell.outputs
@@ -139,8 +157,8 @@ class CheckRecords(Preprocessor):
             reason = "This test could not be graded (no reference values)."
         else:
             ok, why = check_records(expected, payloads)
-            if ok:
+            if ok and not read:
                 return
-            reason = test_reason("failed", "hidden", "", why)
+            reason = test_reason("failed", "hidden", "", why) if not ok else source_reason(list(read))
         cell.outputs.append(nbformat.v4.new_output("error", ename=ERROR_NAME, evalue=reason,
                                                    traceback=[f"{ERROR_NAME}: {reason}"]))

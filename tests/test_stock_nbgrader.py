@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from classroom import A, class_of, released_course, write_inbox
+from classroom import A, FIXTURE, class_of, released_course, write_inbox
 from grader.batch import autograde
 from grader import course as nbs
 from grader.collect import collect
@@ -39,10 +39,16 @@ def cell_scores(root: Path) -> dict[tuple[str, str], float]:
 
 @pytest.fixture(scope="module")
 def class_dirs(tmp_path_factory):
-    """The fixture course with four students, graded by course-grader; and an ungraded copy."""
+    """The fixture course with five students, graded by course-grader; and an ungraded copy. fay's
+    pairwise answer calls torch.cdist, which the test cell's answer_rules rule out: her values match,
+    so only the grader's reading of her source can take the point (stock nbgrader must agree)."""
     base = tmp_path_factory.mktemp("stock")
     root = released_course(base / "course")
-    collect(root, write_inbox(base / "inbox", class_of(root)))
+    fay = nbs.read_notebook(FIXTURE)
+    for cell in fay.cells:
+        if nbs.nbgrader_meta(cell).get("grade_id") == "pairwise":
+            cell.source = "import torch\ndef pairwise_sq_dists(x, y):\n    return torch.cdist(x, y) ** 2\n"
+    collect(root, write_inbox(base / "inbox", {**class_of(root), "fay": fay}))
     copy = base / "stock"
     shutil.copytree(root, copy)
     autograde(root, workers=2, unsafe=False)
@@ -62,8 +68,9 @@ def test_stock_autograde_scores_every_cell_as_course_grader_does(class_dirs):
     done = nbgrader(sys.executable, stock, "autograde", A, "--create", **{OPT_IN: "1"})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     expected = cell_scores(ours)
-    assert {s for s, _ in expected} == {"ann", "bob", "dan", "eve"}
+    assert {s for s, _ in expected} == {"ann", "bob", "dan", "eve", "fay"}
     assert sum(expected.values()) > 0 and 0 in expected.values()  # a mix of right and wrong
+    assert expected[("fay", "test_pairwise")] == 0 and expected[("fay", "test_scale")] > 0
     assert cell_scores(stock) == expected
 
 
