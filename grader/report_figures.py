@@ -82,7 +82,7 @@ def time_boxes(names: list[str], seconds: list[list[float]], path: Path) -> Figu
     fig, ax = plt.subplots(figsize=(7, 0.9 + 0.45 * max(1, len(names))))
     kept = [(n, s) for n, s in zip(names, seconds) if s]
     if kept:
-        box = ax.boxplot([s for _, s in kept], vert=False, patch_artist=True, widths=0.5)
+        box = ax.boxplot([s for _, s in kept], orientation="horizontal", patch_artist=True, widths=0.5)
         for i, patch in enumerate(box["boxes"]):
             patch.set(facecolor="0.85", hatch=HATCHES[i % len(HATCHES)])
         ax.set_yticks(range(1, len(kept) + 1), [n for n, _ in kept], fontsize=8)
