@@ -101,9 +101,10 @@ def _exercises(a: AssignmentData, folder: Path) -> list[str]:
             checks.append((failed, f"{_pct(failed, len(tried))} failed {escape(check.what or '(no description)')} "
                                    f"<code>{escape(check.key)}</code>"))
         checks.sort(key=lambda c: -c[0])
+        passed = sum(1 for failed, _ in checks if not failed)
+        texts = [text for failed, text in checks if failed] + ([f"{passed} check(s) nobody failed"] if passed else [])
         rows.append([f"<code>{escape(test.grade_id)}</code><br><span class=note>{escape(test.description)}</span>",
-                     f"{100 * share:.0f} %", _pct(len(tried), len(results)),
-                     "<br>".join(text for _, text in checks) or "-"])
+                     f"{100 * share:.0f} %", _pct(len(tried), len(results)), "<br>".join(texts) or "-"])
     out.append("<p class=note>Hardest first. A hidden check's share counts the students who attempted the "
                "exercise (its stub no longer raises NotImplementedError).</p>")
     out.append(_table(["test", "earned", "attempted", "hidden checks: who failed each, and what it checks"], rows))

@@ -9,7 +9,7 @@ and whitespace: MOSS's method (Schleimer, Wilkerson, Aiken, "Winnowing", SIGMOD 
    their order does not matter.
 3. Winnow: hash every k-gram of tokens, keep the smallest hash of each window of w hashes.
 
-    fp = fingerprint(source)          # Fingerprint(hashes: {hash: (first line, last line)}, tokens: int)
+    fp = fingerprint(source)          # Fingerprint(hashes: {hash: [(first line, last line)]}, tokens: int)
     weighted_jaccard(a.hashes, b.hashes, weight)
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$", re.M)
 
 @dataclass
 class Fingerprint:
-    hashes: dict[int, tuple[int, int]] = field(default_factory=dict)  # hash -> (first, last) source line, 1-based
+    hashes: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # hash -> [(first, last) line], 1-based
     tokens: int = 0                                                    # normalised tokens in the answer
 
 
@@ -109,8 +109,9 @@ def fingerprint(source: str) -> Fingerprint:
             continue
         for i in range(max(1, len(grams) - WINDOW + 1)):
             h, first, last = min(grams[i:i + WINDOW], key=lambda g: g[0])
-            old = result.hashes.get(h)
-            result.hashes[h] = (min(first, old[0]), max(last, old[1])) if old else (first, last)
+            spans = result.hashes.setdefault(h, [])
+            if (first, last) not in spans:
+                spans.append((first, last))
     return result
 
 

@@ -8,7 +8,7 @@ the class shares weighs little) as a z-score against the similarities of all pai
 exercise (a random sample of 2,000 pairs when there are more). A short exercise has few ways to be
 right, so its pairs are alike on average and only an outlier stands out; and no pair is flagged
 whose shorter answer has fewer than ``min_tokens`` tokens. Only pairs that share at least one rare
-fingerprint (held by at most a tenth of the class) are scored in full, found with an inverted
+fingerprint (held by at most a tenth of the class, or 5 students) are scored in full, found with an inverted
 index, so the work grows with the class and not with the square of it.
 
 Each answer is also compared with the instructor's solution (source notebook) and with the
@@ -123,8 +123,8 @@ def d2lite_index() -> dict[str, Fingerprint]:
     return index
 
 
-def _regions(hashes: dict[int, tuple[int, int]], shared: set[int]) -> list[tuple[int, int]]:
-    return sorted({hashes[h] for h in shared})
+def _regions(hashes: dict[int, list[tuple[int, int]]], shared: set[int]) -> list[tuple[int, int]]:
+    return sorted({span for h in shared for span in hashes[h]})
 
 
 def _exercise_pairs(exercise: str, fps: dict[str, Fingerprint], seed: int) -> list[Pair]:
@@ -145,7 +145,7 @@ def _exercise_pairs(exercise: str, fps: dict[str, Fingerprint], seed: int) -> li
     null = [weighted_jaccard(fps[a].hashes, fps[b].hashes, weight) for a, b in sample]
     mean = sum(null) / len(null)
     spread = max(0.05, math.sqrt(sum((x - mean) ** 2 for x in null) / len(null)))
-    rare = max(2, int(RARE * n))
+    rare = max(5, int(RARE * n))  # small classes: a fingerprint of 5 students still makes candidates
     candidates = {(p[i], p[j]) for p in postings.values() if len(p) <= rare
                   for i in range(len(p)) for j in range(i + 1, len(p))}
     ordered = sorted(null)

@@ -64,12 +64,17 @@ def write_similarity_page(course: CourseDir, result: SimilarityResult) -> Path:
     body.append("<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"
                 + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows) + "</table>")
     body.append("<h2>Answers that match the instructor's solution or d2lite</h2>")
-    if result.sources:
+    short = [m for m in result.sources if not m.flagged]
+    if short:
+        body.append(f"<p class=note>{len(short)} answer(s) under {MIN_TOKENS} tokens match one too (not flagged: "
+                    "a short answer has few ways to be right).</p>")
+    flagged_sources = [m for m in result.sources if m.flagged]
+    if flagged_sources:
         body.append("<table><tr><th>exercise</th><th>student</th><th>matches</th><th>share</th><th>tokens</th>"
                     "<th>flagged</th></tr>" + "".join(
                         f"<tr><td>{escape(m.exercise)}</td><td>{escape(m.student)}</td><td>{escape(m.source)}</td>"
                         f"<td>{100 * m.share:.0f} %</td><td>{m.tokens}</td><td>{'yes' if m.flagged else ''}</td></tr>"
-                        for m in result.sources) + "</table>")
+                        for m in flagged_sources) + "</table>")
     else:
         body.append("<p>none</p>")
     path = folder / page_name(result.assignment)
