@@ -29,9 +29,11 @@ def main() -> str:
 
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"  # nbgrader's alembic
     with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
-        root = Path(tmp)
+        root = Path(os.environ.get("BENCH_REPORT_CLASS") or tmp)  # a class this bench generated before
         start = time.perf_counter()
-        info = synthetic_class(root, STUDENTS, NOTEBOOKS, seed=0, plants={"copy": [("s0010", "s0500")], "d2lite": "s0042"})
+        if not (root / "gradebook.db").is_file():
+            synthetic_class(root, STUDENTS, NOTEBOOKS, seed=0, plants={"copy": [("s0010", "s0500")], "d2lite": "s0042"})
+        info = {"assignments": [f"{n + 1:02d}_nb" for n in range(NOTEBOOKS)]}
         generated = time.perf_counter() - start
         course = CourseDir(root)
         report = []

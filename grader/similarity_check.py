@@ -7,9 +7,11 @@ How unusual a pair is, per exercise: its IDF-weighted Jaccard similarity (a fing
 the class shares weighs little) as a z-score against the similarities of all pairs of that
 exercise (a random sample of 2,000 pairs when there are more). A short exercise has few ways to be
 right, so its pairs are alike on average and only an outlier stands out; and no pair is flagged
-whose shorter answer has fewer than ``min_tokens`` tokens. Only pairs that share at least one rare
-fingerprint (held by at most a tenth of the class, or 5 students) are scored in full, found with an inverted
-index, so the work grows with the class and not with the square of it.
+whose shorter answer has fewer than ``min_tokens`` tokens. Candidates come from an inverted
+index (fingerprint -> students): each answer proposes the students who share one of its 10 rarest
+fingerprints (held by at most a tenth of the class, or 5 students); pairs that share two of them
+are scored in full. The work grows with the class, not with the square of it. (A copy of only a small part of
+an answer can be missed when its rarest fingerprints lie elsewhere.)
 
 Each answer is also compared with the instructor's solution (source notebook) and with the
 functions of ``d2lite``. Nothing here reads or writes a grade.
@@ -21,6 +23,9 @@ from __future__ import annotations
 
 import math
 import random
+from bisect import bisect_left
+from collections import Counter
+from functools import lru_cache
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -34,7 +39,9 @@ Z_FLAG = 4.0          # flag a pair this many standard deviations above the exer
 MIN_SIMILARITY = 0.5  # ... and at least this alike
 MIN_TOKENS = 40       # ... and whose shorter answer has at least this many normalised tokens
 SAMPLE = 2000         # pairs sampled per exercise for the mean and spread
-RARE = 0.1            # a fingerprint held by at most this share of the class makes pairs candidates
+RARE = 0.1            # a fingerprint held by at most this share of the class (or 5 students) is rare
+RAREST = 10           # each answer proposes partners through its this many rarest fingerprints
+SHARED = 4            # ... and a pair proposed this many times (from both sides: 2 shared) is scored in full
 SOURCE_FLAG = 0.7     # share of an answer's fingerprints found in one solution / d2lite function
 
 
@@ -107,14 +114,15 @@ def answers_of(course: CourseDir, assignment: str, solution_ids: list[str]) -> d
     return found
 
 
+@lru_cache(maxsize=1)
 def d2lite_index() -> dict[str, Fingerprint]:
-    """'d2lite: module.function' -> its fingerprint, for every top-level function of the package."""
+    """'d2lite: module.function' -> its fingerprint, for every top-level function of the package
+    (read as text: the package, and torch, are not imported)."""
     import ast
-
-    import d2lite
+    from importlib.util import find_spec
 
     index = {}
-    for path in sorted(Path(d2lite.__file__).parent.glob("*.py")):
+    for path in sorted(Path(find_spec("d2lite").origin).parent.glob("*.py")):
         text = path.read_text(encoding="utf-8")
         for node in ast.parse(text).body:
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
@@ -145,9 +153,14 @@ def _exercise_pairs(exercise: str, fps: dict[str, Fingerprint], seed: int) -> li
     null = [weighted_jaccard(fps[a].hashes, fps[b].hashes, weight) for a, b in sample]
     mean = sum(null) / len(null)
     spread = max(0.05, math.sqrt(sum((x - mean) ** 2 for x in null) / len(null)))
-    rare = max(5, int(RARE * n))  # small classes: a fingerprint of 5 students still makes candidates
-    candidates = {(p[i], p[j]) for p in postings.values() if len(p) <= rare
-                  for i in range(len(p)) for j in range(i + 1, len(p))}
+    rare = max(5, int(RARE * n))  # small classes: a fingerprint of 5 students is still rare
+    votes: Counter = Counter()  # at most n * RAREST * rare proposals, whatever the class size
+    for s in students:
+        for h in sorted(fps[s].hashes, key=lambda h: (len(postings[h]), h))[:RAREST]:
+            if len(postings[h]) > rare:
+                break
+            votes.update((min(s, t), max(s, t)) for t in postings[h] if t != s)
+    candidates = [pair for pair, count in votes.items() if count >= SHARED]
     ordered = sorted(null)
     pairs = []
     for a, b in candidates:
@@ -156,7 +169,7 @@ def _exercise_pairs(exercise: str, fps: dict[str, Fingerprint], seed: int) -> li
         z = (sim - mean) / spread
         shared = fa.hashes.keys() & fb.hashes.keys()
         tokens = min(fa.tokens, fb.tokens)
-        below = sum(1 for x in ordered if x < sim)
+        below = bisect_left(ordered, sim)
         pairs.append(Pair(exercise, a, b, sim, z, 100 * below / len(ordered), tokens,
                           z >= Z_FLAG and sim >= MIN_SIMILARITY and tokens >= MIN_TOKENS,
                           _regions(fa.hashes, shared), _regions(fb.hashes, shared)))
