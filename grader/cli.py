@@ -163,12 +163,13 @@ def cmd_demo(args) -> int:
 
 
 def cmd_report(args) -> int:
+    from .outputs import printable
     from .report import write_report
 
     try:
         path = write_report(CourseDir(args.root), args.student)
-    except (FileNotFoundError, KeyError) as error:
-        print(f"course-grader report: {error.args[0]}", file=sys.stderr)
+    except (FileNotFoundError, KeyError) as error:  # names student ids: no escape sequence reaches the terminal
+        print(printable(f"course-grader report: {error.args[0]}"), file=sys.stderr)
         return 2
     print(f"report written to {path}")
     return 0
