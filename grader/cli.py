@@ -162,6 +162,38 @@ def cmd_demo(args) -> int:
                     course=args.course)
 
 
+def cmd_report(args) -> int:
+    from .outputs import printable
+    from .report import write_report
+
+    try:
+        path = write_report(CourseDir(args.root), args.student)
+    except (FileNotFoundError, KeyError) as error:  # names student ids: no escape sequence reaches the terminal
+        print(printable(f"course-grader report: {error.args[0]}"), file=sys.stderr)
+        return 2
+    print(f"report written to {path}")
+    return 0
+
+
+def cmd_similarity(args) -> int:
+    from .outputs import printable
+    from .similarity_check import check_assignment
+    from .similarity_page import write_similarity_page
+
+    try:
+        result = check_assignment(CourseDir(args.root), args.assignment)
+    except FileNotFoundError as error:
+        print(f"course-grader similarity: {error}", file=sys.stderr)
+        return 2
+    for p in result.flagged:  # student ids are untrusted text: no escape sequence reaches the terminal
+        print(printable(f"FLAGGED {p.exercise}: {p.a} and {p.b} (similarity {p.similarity:.2f}, z {p.z:.1f})"))
+    for m in result.sources:
+        if m.flagged:
+            print(printable(f"MATCHES {m.source}: {m.student} / {m.exercise} ({100 * m.share:.0f} % of the answer)"))
+    print(f"{len(result.flagged)} pair(s) flagged; side by side in {write_similarity_page(CourseDir(args.root), result)}")
+    return 0
+
+
 def cmd_lab(args) -> int:
     from .lab import run_lab
 
@@ -226,6 +258,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="every notebook (default: the first two, a few minutes)")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
     grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)), cluster=False)
+    p = command("report", cmd_report, "the class report: HTML page and figures in ROOT/report/ (grades unchanged)")
+    p.add_argument("--student", default=None, help="one student's progress across the course")
+    p = command("similarity", cmd_similarity, "pairs of students whose answers are too alike (grades unchanged)")
+    p.add_argument("assignment")
     p = command("lab", cmd_lab, "JupyterLab on the released student notebooks (--instructor: sources + formgrader)")
     p.add_argument("--instructor", action="store_true")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -26,7 +26,7 @@ from .merge import Merged, Role, merge, read_submission
 from .notebook_run import RECORD_LIMITS, run_notebook, scrub_tainted
 from .references import References, sha256_of
 from .sandbox import Limits, SandboxUnavailable, sandbox_status
-from .verdicts import check_records, collect, test_reason
+from .verdicts import check_records, collect, failing_keys, test_reason
 
 __all__ = ["Limits", "TestResult", "NotebookResult", "References", "ReferenceRunError",
            "SandboxUnavailable", "sandbox_status", "run_reference", "save_reference", "grade", "validate",
@@ -46,6 +46,7 @@ class TestResult:
     points: float
     status: str  # one of STATUSES
     reason: str  # one sentence for instructor and student; never shows hidden test source
+    failed_keys: list[str] = field(default_factory=list)  # reference keys it did not match (class report)
 
 
 @dataclass
@@ -196,7 +197,9 @@ def _text(value) -> str:
 def _verdict(gid: str, points: float, run: CellRun | None, expected: dict | None,
              problems: list[str]) -> TestResult:
     def result(status: str, reason: str) -> TestResult:
-        return TestResult(gid, points, points if status == "passed" else 0.0, status, reason)
+        ran = expected is not None and status in ("failed", "error") and None not in run.records
+        keys = failing_keys(expected, run.payloads()) if ran else []  # which hidden checks it missed
+        return TestResult(gid, points, points if status == "passed" else 0.0, status, reason, keys)
 
     run = run or CellRun("not run")
     if expected is None:

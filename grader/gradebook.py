@@ -29,6 +29,7 @@ class Outcome:
     timestamp: str = ""
     source_sha256: str = ""
     references_sha256: str = ""  # the reference values it was compared with
+    seconds: float = 0.0    # how long grading took (the kernel's run, on whichever machine); 0: not measured
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -68,7 +69,7 @@ def save_result(course: CourseDir, gb, student: str, assignment: str, result: di
     outcome = Outcome(student, assignment, sum(t["points"] for t in result["tests"]),
                       sum(t["max_points"] for t in result["tests"]), result["tests"], problems, stamp,
                       sha256_of(course.source_notebook(assignment)),
-                      sha256_of(references) if references.is_file() else "")
+                      sha256_of(references) if references.is_file() else "", float(result.get("seconds", 0.0)))
     _write_atomic(course.marker(student, assignment), json.dumps(asdict(outcome), indent=1))  # ASCII: any text
     return outcome
 
@@ -89,6 +90,9 @@ def save_or_report(course: CourseDir, gb, student: str, assignment: str, result:
                        extra + [why])
 
 
+FIELDS = frozenset(Outcome.__dataclass_fields__)
+
+
 def outcomes(course: CourseDir, names: list[str] | None = None, students: list[str] | None = None) -> list[Outcome]:
     """The recorded outcome of every graded submission (from the markers)."""
     found = []
@@ -98,5 +102,5 @@ def outcomes(course: CourseDir, names: list[str] | None = None, students: list[s
         for assignment in names or course.graded_assignments(student):
             marker = course.read_marker(student, assignment)
             if marker:
-                found.append(Outcome(**marker))
+                found.append(Outcome(**{k: v for k, v in marker.items() if k in FIELDS}))
     return found

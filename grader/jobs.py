@@ -7,13 +7,14 @@ local worker process and on another machine (:mod:`grader.runner`), and a worker
 gradebook, the course directory or other students' work.
 
     job = GradeJob(Assignment.from_source(path), submission_bytes, refs.to_dict(), Limits(), False)
-    result = run_grade_job(job)   # {"tests": [TestResult fields], "problems": [...], "notebook": str}
+    result = run_grade_job(job)   # {"tests": [TestResult fields], "problems": [...], "notebook": str, "seconds": float}
 """
 from __future__ import annotations
 
 import os
 import sys
 import tempfile
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -91,10 +92,12 @@ def run_grade_job(job: GradeJob) -> dict:
             submission = Path(scratch) / "submitted" / Path(job.assignment.name).name
             submission.parent.mkdir()
             submission.write_bytes(job.submission)
+        started = time.monotonic()
         result = grade(source, submission, References.from_dict(job.references), workdir=Path(scratch) / "work",
                        limits=job.limits, unsafe=job.unsafe, missing=job.missing)
+        seconds = round(time.monotonic() - started, 2)
     return {"tests": [asdict(t) for t in result.tests.values()], "problems": list(result.problems),
-            "notebook": nbformat.writes(result.notebook)}
+            "notebook": nbformat.writes(result.notebook), "seconds": seconds}
 
 
 def start_worker(workers: int, parent: int) -> None:

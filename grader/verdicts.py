@@ -23,7 +23,7 @@ import torch
 
 from .values import decode, tensor_device
 
-__all__ = ["Expected", "collect", "compare", "check_records", "exception_name", "test_reason"]
+__all__ = ["Expected", "collect", "compare", "check_records", "failing_keys", "exception_name", "test_reason"]
 
 Expected = dict  # key -> {"value": tree, "what": str, "rtol": float, "atol": float}
 BUILTIN_EXCEPTIONS = frozenset(name for name, obj in vars(builtins).items()
@@ -48,20 +48,31 @@ def _label(key: str, ref: dict) -> str:
     return f"{what} ({key!r})" if isinstance(what, str) and what.strip() else repr(key)
 
 
+def _key_problem(key: str, ref: dict, got: list[dict]) -> str:
+    """Why the payloads recorded for ``key`` do not match its reference ("" when they do)."""
+    if not got:
+        return f"the test did not record {_label(key, ref)} (it stopped before reaching it)"
+    if len(got) > 1:
+        return f"{_label(key, ref)} was recorded {len(got)} times instead of once"
+    same, why = compare(got[0]["value"], ref["value"], float(ref.get("rtol", 0.0)), float(ref.get("atol", 0.0)))
+    return "" if same else f"{_label(key, ref)}: {why}"
+
+
 def check_records(expected: dict[str, dict], payloads: list) -> tuple[bool, str]:
     """(every expected key recorded once and matching?, the first reason it is not)."""
     by_key, _ = collect(payloads)
     for key, ref in expected.items():
-        got = by_key.get(key, [])
-        if not got:
-            return False, f"the test did not record {_label(key, ref)} (it stopped before reaching it)"
-        if len(got) > 1:
-            return False, f"{_label(key, ref)} was recorded {len(got)} times instead of once"
-        same, why = compare(got[0]["value"], ref["value"], float(ref.get("rtol", 0.0)),
-                            float(ref.get("atol", 0.0)))
-        if not same:
-            return False, f"{_label(key, ref)}: {why}"
+        why = _key_problem(key, ref, by_key.get(key, []))
+        if why:
+            return False, why
     return True, ""
+
+
+def failing_keys(expected: dict[str, dict], payloads: list) -> list[str]:
+    """Every reference key (the instructor's names, in reference order) that was not recorded once
+    with a matching value: what the class report counts per hidden check."""
+    by_key, _ = collect(payloads)
+    return [key for key, ref in expected.items() if _key_problem(key, ref, by_key.get(key, []))]
 
 
 def exception_name(error: str) -> str:

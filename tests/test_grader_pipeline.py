@@ -19,7 +19,7 @@ import pytest
 from grader import course as nbs
 from grader.assembly import build, release
 from grader.batch import autograde
-from grader.coursedir import MARKER
+from grader.coursedir import MARKER, CourseDir
 from grader.table import grade_table
 from grader.cli import main
 from grader.collect import collect
@@ -77,6 +77,16 @@ def test_scores_follow_the_answers(graded):
     assert {t["reason"] for t in by["carol"].tests} == {carol[0][0].upper() + carol[0][1:] + "."}
     table = grade_table(root, results)
     assert "Zoë Ñ" in table and "6/6" in table and "needs attention:" in table and "carol / 01_fixture" in table
+
+
+def test_markers_keep_failing_keys_and_grading_seconds(graded):
+    """What the class report counts: each test's unmatched reference keys, each submission's seconds."""
+    root, _ = graded
+    markers = {s: CourseDir(root).read_marker(s, A) for s in EXPECTED}
+    keys = {t["grade_id"]: t["failed_keys"] for t in markers["dan"]["tests"]}
+    assert keys == {"test_scale": [], "test_pairwise": ["visible", "hidden"], "test_mean_of": []}
+    assert all(t["failed_keys"] == [] for t in markers["Zoë Ñ"]["tests"])
+    assert all(m["seconds"] > 0 for s, m in markers.items() if s != "carol")  # carol: nothing ran
 
 
 def test_grades_are_in_nbgraders_gradebook_and_folders(graded):
