@@ -166,28 +166,29 @@ class KernelGroup:
             raise
         return group
 
-    def _file(self, controller: str, name: str) -> Path:
+    def file(self, controller: str, name: str) -> Path:
+        """The path of the group's file ``name`` (of ``controller``'s hierarchy, under v1)."""
         return self.dirs["unified" if self.version == "v2" else controller] / name
 
     def _limit(self, cores: float, processes: int) -> None:
         quota = max(1000, int(cores * PERIOD_US))
         if self.version == "v2":
-            _write(self._file("memory", "memory.max"), self.memory_bytes)
+            _write(self.file("memory", "memory.max"), self.memory_bytes)
             for optional, value in (("memory.swap.max", 0), ("memory.oom.group", 1)):
-                if self._file("memory", optional).exists():
-                    _write(self._file("memory", optional), value)
-            _write(self._file("cpu", "cpu.max"), f"{quota} {PERIOD_US}")
-            _write(self._file("cpu", "cpu.weight"), 100)
+                if self.file("memory", optional).exists():
+                    _write(self.file("memory", optional), value)
+            _write(self.file("cpu", "cpu.max"), f"{quota} {PERIOD_US}")
+            _write(self.file("cpu", "cpu.weight"), 100)
         else:
-            _write(self._file("memory", "memory.limit_in_bytes"), self.memory_bytes)
+            _write(self.file("memory", "memory.limit_in_bytes"), self.memory_bytes)
             try:  # no swap either (only where swap accounting is on)
-                _write(self._file("memory", "memory.memsw.limit_in_bytes"), self.memory_bytes)
+                _write(self.file("memory", "memory.memsw.limit_in_bytes"), self.memory_bytes)
             except OSError:
                 pass
-            _write(self._file("cpu", "cpu.cfs_period_us"), PERIOD_US)
-            _write(self._file("cpu", "cpu.cfs_quota_us"), quota)
-            _write(self._file("cpu", "cpu.shares"), 1024)
-        _write(self._file("pids", "pids.max"), processes)
+            _write(self.file("cpu", "cpu.cfs_period_us"), PERIOD_US)
+            _write(self.file("cpu", "cpu.cfs_quota_us"), quota)
+            _write(self.file("cpu", "cpu.shares"), 1024)
+        _write(self.file("pids", "pids.max"), processes)
 
     def wrap(self, argv: list[str]) -> list[str]:
         """``argv`` run by a shell that first moves itself into the group (its children follow)."""
@@ -198,7 +199,7 @@ class KernelGroup:
         """How many processes of the group the out-of-memory killer has killed so far."""
         name = "memory.events" if self.version == "v2" else "memory.oom_control"
         try:
-            for line in self._file("memory", name).read_text().splitlines():
+            for line in self.file("memory", name).read_text().splitlines():
                 key, _, value = line.partition(" ")
                 if key == "oom_kill":
                     return int(value)
@@ -209,7 +210,7 @@ class KernelGroup:
     def stat(self, controller: str, name: str) -> dict[str, int]:
         """A ``key value`` file of the group (e.g. cpu.stat, pids.events) as a dict; {} if unreadable."""
         try:
-            pairs = (line.split() for line in self._file(controller, name).read_text().splitlines())
+            pairs = (line.split() for line in self.file(controller, name).read_text().splitlines())
             return {p[0]: int(p[1]) for p in pairs if len(p) == 2 and p[1].lstrip("-").isdigit()}
         except OSError:
             return {}

@@ -11,17 +11,20 @@ gradebook, the course directory or other students' work.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .cgroups import set_kernel_slots
+from .cleanup import remove_tree
 from .course import is_support_file
 from .sandbox import Limits
 
 __all__ = ["Assignment", "ReferenceJob", "GradeJob", "run_reference_job", "run_grade_job", "start_worker",
-           "share_cores", "die_with_parent"]
+           "share_cores", "die_with_parent", "scratch_folder"]
 
 
 @dataclass(frozen=True)
@@ -67,11 +70,22 @@ class GradeJob:
     missing: str = ""
 
 
+@contextlib.contextmanager
+def scratch_folder(prefix: str):
+    """A new temporary folder, removed afterwards whatever a kernel left in it (:mod:`grader.cleanup`:
+    any depth, links not followed); the removal never raises."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield folder
+    finally:
+        remove_tree(folder)
+
+
 def run_reference_job(job: ReferenceJob) -> dict:
     """Run the trusted solution; return its reference values (``References.to_dict()``)."""
     from .execute import run_reference
 
-    with tempfile.TemporaryDirectory(prefix="reference-") as scratch:
+    with scratch_folder("reference-") as scratch:
         source = job.assignment.write(Path(scratch) / "trusted")
         return run_reference(source, workdir=Path(scratch) / "work", limits=job.limits,
                              unsafe=job.unsafe).to_dict()
@@ -84,7 +98,7 @@ def run_grade_job(job: GradeJob) -> dict:
     from .execute import grade
     from .references import References
 
-    with tempfile.TemporaryDirectory(prefix="submission-") as scratch:
+    with scratch_folder("submission-") as scratch:
         source = job.assignment.write(Path(scratch) / "trusted")
         submission = None
         if job.submission is not None:
@@ -121,7 +135,9 @@ def die_with_parent(parent: int) -> None:
 def share_cores(workers: int) -> None:
     """Parallel kernels split the cores between them: left alone, each torch kernel would start one
     thread per core, and N kernels on N cores would fight over them. Kernels inherit these variables
-    (see grader.sandbox); an instructor's own setting wins."""
+    (see grader.sandbox); an instructor's own setting wins. Each kernel's cgroup gets a CPU quota of
+    its share of the cores (grader.cgroups)."""
+    set_kernel_slots(workers)
     if workers > 1:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):

@@ -19,8 +19,8 @@ import zmq
 
 __all__ = ["BudgetSpent", "MessageBudget", "receive", "socket_options", "MAX_MESSAGE_BYTES", "QUEUED_MESSAGES"]
 
-MAX_MESSAGE_BYTES = 128 * 1024 * 1024  # one message; ZMQ drops a bigger one unread (and the connection)
-QUEUED_MESSAGES = 16  # per socket, received by ZMQ and not read yet (ZMQ's default is 1000)
+MAX_MESSAGE_BYTES = 65 * 1024 * 1024  # one message (a cell's records fit: 64 MB); ZMQ drops a bigger one unread
+QUEUED_MESSAGES = 4  # per socket, received by ZMQ and not read yet (ZMQ's default is 1000)
 
 
 class BudgetSpent(Exception):
