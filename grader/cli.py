@@ -59,8 +59,14 @@ def cmd_collect(args) -> int:
 
 def cmd_autograde(args) -> int:
     from .batch import ReferenceFailed, autograde
+    from .cgroups import cgroup_support
     from .table import grade_table
 
+    grouped, why = cgroup_support()
+    if not (grouped or args.unsafe or args.scheduler):
+        print(f"warning: kernels get no control group ({why}): memory is bounded per process only, CPU by "
+              "CPU seconds only, and kernels compete for this machine's CPU and memory "
+              "(see grader/THREAT_MODEL.md, section 2)", file=sys.stderr)
     try:
         outcomes = autograde(args.root, assignments=args.assignment or None, students=args.student or None,
                              workers=args.workers, force=args.force, limits=_limits(args), unsafe=args.unsafe,
