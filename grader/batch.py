@@ -19,7 +19,7 @@ from pathlib import Path
 from .assembly import GraderError, release
 from .coursedir import CourseDir
 from .gradebook import Outcome, outcomes as _outcomes, save_or_report
-from .jobs import Assignment, GradeJob, ReferenceJob, run_grade_job, run_reference_job
+from .jobs import Assignment, GradeJob, ReferenceJob, failed_result, run_grade_job, run_reference_job
 from .references import References, sha256_of
 from .runner import WorkerLost, open_runner
 from .seal import course_key
@@ -241,7 +241,7 @@ class _Batch:
             self.failed[job[1]] = why
             queue.reference_failed(job[1])
         else:
-            self._save(gb, job[1], job[2], _failed(self._assignment(job[2]), f"grading failed: {why}"), bar)
+            self._save(gb, job[1], job[2], failed_result(self._assignment(job[2]), f"grading failed: {why}"), bar)
         return True
 
     def _start(self, runner, job: tuple[str, ...]):
@@ -281,14 +281,14 @@ class _Batch:
             self.refused[(student, assignment)] = str(error)
             return
         except Exception as error:  # noqa: BLE001 - the engine itself failed: zero, with the reason
-            result = _failed(self._assignment(assignment), f"grading failed: {type(error).__name__}: {error}")
+            result = failed_result(self._assignment(assignment), f"grading failed: {type(error).__name__}: {error}")
         self._save(gb, student, assignment, result, bar)
 
     def _save(self, gb, student: str, assignment: str, result: dict, bar) -> None:
         has_notebook = self.course.submitted_notebook(student, assignment).exists()
         lost = save_or_report(self.course, gb, student, assignment, result,
                               self.course.rejections(student, assignment) if has_notebook else [],
-                              _failed(self._assignment(assignment), ""))
+                              failed_result(self._assignment(assignment), ""))
         if lost is not None:
             self.unsaved.append(lost)
         if bar:
@@ -302,15 +302,3 @@ def _progress(total: int):
     from tqdm import tqdm
 
     return tqdm(total=total, desc="autograde", unit="submission", file=sys.stderr)
-
-
-def _failed(assignment: Assignment, why: str) -> dict:
-    import nbformat
-
-    from .course import cell_points, is_test, nbgrader_meta
-
-    nb = nbformat.reads(assignment.notebook.decode("utf-8"), as_version=4)
-    tests = [{"grade_id": nbgrader_meta(c)["grade_id"], "max_points": cell_points(c),
-              "points": 0.0, "status": "error", "reason": "This submission could not be graded."}
-             for c in nb.cells if is_test(c)]
-    return {"tests": tests, "problems": [why], "notebook": nbformat.writes(nb)}

@@ -24,7 +24,7 @@ from .course import is_support_file
 from .sandbox import Limits
 
 __all__ = ["Assignment", "ReferenceJob", "GradeJob", "run_reference_job", "run_grade_job", "start_worker",
-           "share_cores", "die_with_parent", "scratch_folder"]
+           "share_cores", "die_with_parent", "scratch_folder", "failed_result"]
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,20 @@ def run_grade_job(job: GradeJob) -> dict:
                        limits=job.limits, unsafe=job.unsafe, missing=job.missing)
     return {"tests": [asdict(t) for t in result.tests.values()], "problems": list(result.problems),
             "notebook": nbformat.writes(result.notebook)}
+
+
+def failed_result(assignment: Assignment, why: str) -> dict:
+    """What :func:`run_grade_job` returns for a submission that could not be graded: every test 0, ``why``
+    as its problem."""
+    import nbformat
+
+    from .course import cell_points, is_test, nbgrader_meta
+
+    nb = nbformat.reads(assignment.notebook.decode("utf-8"), as_version=4)
+    tests = [{"grade_id": nbgrader_meta(c)["grade_id"], "max_points": cell_points(c),
+              "points": 0.0, "status": "error", "reason": "This submission could not be graded."}
+             for c in nb.cells if is_test(c)]
+    return {"tests": tests, "problems": [why], "notebook": nbformat.writes(nb)}
 
 
 def start_worker(workers: int, parent: int) -> None:

@@ -175,7 +175,11 @@ class WorkerKiller(threading.Thread):
 
     def __init__(self):
         super().__init__(daemon=True)
-        self.stop, self.kills = threading.Event(), 0
+        self.stop, self.killed = threading.Event(), set()
+
+    @property
+    def kills(self) -> int:
+        return len(self.killed)
 
     def run(self):
         while not self.stop.wait(0.2):
@@ -187,8 +191,9 @@ class WorkerKiller(threading.Thread):
                     workdir = Path(argv[argv.index(b"--chdir") + 1].decode())
                     if (workdir / KILL_ME).exists():
                         worker = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-                        os.kill(worker, signal.SIGKILL)
-                        self.kills += 1
+                        if worker not in self.killed and b"multiprocessing" in Path(f"/proc/{worker}/cmdline").read_bytes():
+                            os.kill(worker, signal.SIGKILL)  # a grading worker (spawned), killed once
+                            self.killed.add(worker)
                 except (OSError, ValueError, IndexError):
                     continue
 
