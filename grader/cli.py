@@ -95,8 +95,6 @@ def cmd_export(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    import tempfile
-
     from .execute import validate
     from .invocation import command
 
@@ -111,8 +109,10 @@ def cmd_validate(args) -> int:
         print(f"{args.path} does not exist; pass the path of your notebook, e.g. "
               f"`{command('validate build/student/01_tensors/01_tensors.ipynb')}`")
         return 2
+    from .jobs import scratch_folder
+
     failed = 0
-    with tempfile.TemporaryDirectory(prefix="validate-") as workdir:
+    with scratch_folder("validate-") as workdir:  # removed whatever the notebook left there
         try:
             results = validate(args.path, workdir=Path(workdir), limits=_limits(args, course=False))
         except ValueError as error:
