@@ -97,6 +97,7 @@ class Kernel:
         self.dead_reason = ""
         self.budget = MessageBudget(limits.max_cell_message_mb << 20, limits.max_notebook_message_mb << 20)
         self.problems: list[str] = []  # what could not be cleaned up
+        self.starts = 0
 
     def __enter__(self) -> "Kernel":
         self.start()
@@ -115,7 +116,8 @@ class Kernel:
             raise
 
     def _launch(self) -> None:
-        self.workdir = new_folder(self.scratch, "kernel-")
+        self.starts += 1  # kernel-1, kernel-2, ...: a restart's name differs, though the old folder is gone
+        self.workdir = new_folder(self.scratch, "kernel-", self.starts)
         self._sockdir = sockdir = Path(tempfile.mkdtemp(prefix="course-grader-ipc-"))
         if not self.sandboxed:
             (self.workdir / ".tmp").mkdir()

@@ -235,10 +235,10 @@ def hand_over(path: Path) -> None:
                 os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
 
 
-def new_folder(parent: Path, prefix: str) -> Path:
-    """A new empty folder ``parent/<prefix>N``, made here (an existing name is never reused)."""
+def new_folder(parent: Path, prefix: str, first: int = 1) -> Path:
+    """A new empty folder ``parent/<prefix>N``, N >= ``first``, made here (an existing name is never reused)."""
     parent.mkdir(parents=True, exist_ok=True)
-    n = 1
+    n = first
     while True:
         try:
             (parent / f"{prefix}{n}").mkdir()
