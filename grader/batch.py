@@ -5,6 +5,12 @@ jobs (:mod:`grader.jobs`) and hand results back. Only this process writes (:mod:
 the autograded notebook, the gradebook rows, and last the marker. So a batch killed at any moment
 (even SIGKILL) restarts by grading only the submissions without an up-to-date marker, re-running is
 idempotent, and ``force`` regrades everything.
+
+A worker process that dies (killed from outside, out of memory) takes with it every job of the pool;
+the pool is replaced and each of these jobs is graded again, alone. A job whose worker dies twice
+fails: a submission scores 0 with the reason, saved like any result (so the next run does not start
+with it again; ``--force --student`` grades it again), a reference run fails its assignment. The
+batch goes on with the other submissions.
 """
 from __future__ import annotations
 
@@ -13,9 +19,9 @@ from pathlib import Path
 from .assembly import GraderError, release
 from .coursedir import CourseDir
 from .gradebook import Outcome, outcomes as _outcomes, save_or_report
-from .jobs import Assignment, GradeJob, ReferenceJob, run_grade_job, run_reference_job
+from .jobs import Assignment, GradeJob, ReferenceJob, failed_result, run_grade_job, run_reference_job
 from .references import References, sha256_of
-from .runner import open_runner
+from .runner import WorkerLost, open_runner
 from .seal import course_key
 from .schedule import GradingQueue
 
@@ -181,6 +187,7 @@ class _Batch:
         self.refused: dict[tuple[str, str], str] = {}      # (student, assignment) -> why not graded
         self.trusted: dict[str, Assignment] = {}
         self.unsaved: list[Outcome] = []                   # results that could not be saved
+        self.lost: set[tuple[str, ...]] = set()            # jobs whose worker died once already
 
     def _assignment(self, name: str) -> Assignment:
         if name not in self.trusted:
@@ -190,20 +197,52 @@ class _Batch:
     def run(self, runner, gb, todo: list[tuple[str, str]], stale: list[str], seconds: dict[str, float]) -> None:
         queue = GradingQueue(stale, todo, seconds)
         running: dict = {}  # future -> job
+        alone: list[tuple[str, ...]] = []  # jobs lost with a dead worker: each is graded again by itself
         bar = _progress(len(todo)) if self.progress else None
         try:
-            while queue or running:
-                while queue and len(running) < runner.slots():
+            while queue or running or alone:
+                if alone and not running:
+                    job = alone.pop(0)
+                    running[self._start(runner, job)] = job
+                while queue and not alone and len(running) < runner.slots():
                     job = queue.next()
                     running[self._start(runner, job)] = job
                 if not running:
                     break  # nothing runs and nothing can start: only submissions of failed references
                 done = runner.wait_any(set(running))
+                lost = []
                 for future in sorted(done, key=lambda f: f.exception() is not None):  # results first
-                    self._finish(runner, gb, queue, running.pop(future), future, bar)
+                    job = running.pop(future)
+                    try:
+                        self._finish(runner, gb, queue, job, future, bar)
+                    except WorkerLost:
+                        lost.append(job)
+                if lost:  # the pool is broken: whatever still runs in it is lost as well
+                    for future, job in running.items():
+                        if future.done() and future.exception() is None:  # finished just in time
+                            self._finish(runner, gb, queue, job, future, bar)
+                        else:
+                            lost.append(job)
+                    running.clear()
+                    runner.replace()
+                    alone += [job for job in lost if not self._lost_twice(gb, queue, job, bar)]
         finally:
             if bar:
                 bar.close()
+
+    def _lost_twice(self, gb, queue: GradingQueue, job: tuple[str, ...], bar) -> bool:
+        """Record that ``job``'s worker died; the second time the job fails (True), with the reason."""
+        if job not in self.lost:
+            self.lost.add(job)
+            return False
+        why = ("the grading worker process died twice while running it, the second time alone (killed "
+               "from outside, or out of memory)")
+        if job[0] == "reference":
+            self.failed[job[1]] = why
+            queue.reference_failed(job[1])
+        else:
+            self._save(gb, job[1], job[2], failed_result(self._assignment(job[2]), f"grading failed: {why}"), bar)
+        return True
 
     def _start(self, runner, job: tuple[str, ...]):
         if job[0] == "reference":
@@ -242,11 +281,14 @@ class _Batch:
             self.refused[(student, assignment)] = str(error)
             return
         except Exception as error:  # noqa: BLE001 - the engine itself failed: zero, with the reason
-            result = _failed(self._assignment(assignment), f"grading failed: {type(error).__name__}: {error}")
+            result = failed_result(self._assignment(assignment), f"grading failed: {type(error).__name__}: {error}")
+        self._save(gb, student, assignment, result, bar)
+
+    def _save(self, gb, student: str, assignment: str, result: dict, bar) -> None:
         has_notebook = self.course.submitted_notebook(student, assignment).exists()
         lost = save_or_report(self.course, gb, student, assignment, result,
                               self.course.rejections(student, assignment) if has_notebook else [],
-                              _failed(self._assignment(assignment), ""))
+                              failed_result(self._assignment(assignment), ""))
         if lost is not None:
             self.unsaved.append(lost)
         if bar:
@@ -260,15 +302,3 @@ def _progress(total: int):
     from tqdm import tqdm
 
     return tqdm(total=total, desc="autograde", unit="submission", file=sys.stderr)
-
-
-def _failed(assignment: Assignment, why: str) -> dict:
-    import nbformat
-
-    from .course import cell_points, is_test, nbgrader_meta
-
-    nb = nbformat.reads(assignment.notebook.decode("utf-8"), as_version=4)
-    tests = [{"grade_id": nbgrader_meta(c)["grade_id"], "max_points": cell_points(c),
-              "points": 0.0, "status": "error", "reason": "This submission could not be graded."}
-             for c in nb.cells if is_test(c)]
-    return {"tests": tests, "problems": [why], "notebook": nbformat.writes(nb)}

@@ -59,8 +59,14 @@ def cmd_collect(args) -> int:
 
 def cmd_autograde(args) -> int:
     from .batch import ReferenceFailed, autograde
+    from .cgroups import cgroup_support
     from .table import grade_table
 
+    grouped, why = cgroup_support()
+    if not (grouped or args.unsafe or args.scheduler):
+        print(f"warning: kernels get no control group ({why}): memory is bounded per process only, CPU by "
+              "CPU seconds only, and kernels compete for this machine's CPU and memory "
+              "(see grader/THREAT_MODEL.md, section 2)", file=sys.stderr)
     try:
         outcomes = autograde(args.root, assignments=args.assignment or None, students=args.student or None,
                              workers=args.workers, force=args.force, limits=_limits(args), unsafe=args.unsafe,
@@ -89,8 +95,6 @@ def cmd_export(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    import tempfile
-
     from .execute import validate
     from .invocation import command
 
@@ -105,8 +109,10 @@ def cmd_validate(args) -> int:
         print(f"{args.path} does not exist; pass the path of your notebook, e.g. "
               f"`{command('validate build/student/01_tensors/01_tensors.ipynb')}`")
         return 2
+    from .jobs import scratch_folder
+
     failed = 0
-    with tempfile.TemporaryDirectory(prefix="validate-") as workdir:
+    with scratch_folder("validate-") as workdir:  # removed whatever the notebook left there
         try:
             results = validate(args.path, workdir=Path(workdir), limits=_limits(args, course=False))
         except ValueError as error:

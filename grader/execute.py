@@ -12,7 +12,6 @@ compares them with what the same cell recorded in the reference run, here in the
 """
 from __future__ import annotations
 
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,7 +128,9 @@ def run_reference(source: Path, *, workdir: Path, limits: Limits = Limits(),
 def save_reference(source: Path, target: Path, *, limits: Limits = Limits(),
                    unsafe: bool = False) -> References:
     """:func:`run_reference` in a scratch folder of its own; the values are saved to ``target``."""
-    with tempfile.TemporaryDirectory(prefix="reference-") as workdir:
+    from .jobs import scratch_folder
+
+    with scratch_folder("reference-") as workdir:
         references = run_reference(Path(source), workdir=Path(workdir), limits=limits, unsafe=unsafe)
     references.save(Path(target))
     return references

@@ -11,6 +11,7 @@ gradebook, the course directory or other students' work.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -18,11 +19,13 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .cgroups import set_kernel_slots
+from .cleanup import remove_tree
 from .course import is_support_file
 from .sandbox import Limits
 
 __all__ = ["Assignment", "ReferenceJob", "GradeJob", "run_reference_job", "run_grade_job", "start_worker",
-           "share_cores", "die_with_parent"]
+           "share_cores", "die_with_parent", "scratch_folder", "failed_result"]
 
 
 @dataclass(frozen=True)
@@ -68,11 +71,22 @@ class GradeJob:
     missing: str = ""
 
 
+@contextlib.contextmanager
+def scratch_folder(prefix: str):
+    """A new temporary folder, removed afterwards whatever a kernel left in it (:mod:`grader.cleanup`:
+    any depth, links not followed); the removal never raises."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield folder
+    finally:
+        remove_tree(folder)
+
+
 def run_reference_job(job: ReferenceJob) -> dict:
     """Run the trusted solution; return its reference values (``References.to_dict()``)."""
     from .execute import run_reference
 
-    with tempfile.TemporaryDirectory(prefix="reference-") as scratch:
+    with scratch_folder("reference-") as scratch:
         source = job.assignment.write(Path(scratch) / "trusted")
         return run_reference(source, workdir=Path(scratch) / "work", limits=job.limits,
                              unsafe=job.unsafe).to_dict()
@@ -85,7 +99,7 @@ def run_grade_job(job: GradeJob) -> dict:
     from .execute import grade
     from .references import References
 
-    with tempfile.TemporaryDirectory(prefix="submission-") as scratch:
+    with scratch_folder("submission-") as scratch:
         source = job.assignment.write(Path(scratch) / "trusted")
         submission = None
         if job.submission is not None:
@@ -98,6 +112,20 @@ def run_grade_job(job: GradeJob) -> dict:
         seconds = round(time.monotonic() - started, 2)
     return {"tests": [asdict(t) for t in result.tests.values()], "problems": list(result.problems),
             "notebook": nbformat.writes(result.notebook), "seconds": seconds}
+
+
+def failed_result(assignment: Assignment, why: str) -> dict:
+    """What :func:`run_grade_job` returns for a submission that could not be graded: every test 0, ``why``
+    as its problem."""
+    import nbformat
+
+    from .course import cell_points, is_test, nbgrader_meta
+
+    nb = nbformat.reads(assignment.notebook.decode("utf-8"), as_version=4)
+    tests = [{"grade_id": nbgrader_meta(c)["grade_id"], "max_points": cell_points(c),
+              "points": 0.0, "status": "error", "reason": "This submission could not be graded."}
+             for c in nb.cells if is_test(c)]
+    return {"tests": tests, "problems": [why], "notebook": nbformat.writes(nb)}
 
 
 def start_worker(workers: int, parent: int) -> None:
@@ -124,7 +152,9 @@ def die_with_parent(parent: int) -> None:
 def share_cores(workers: int) -> None:
     """Parallel kernels split the cores between them: left alone, each torch kernel would start one
     thread per core, and N kernels on N cores would fight over them. Kernels inherit these variables
-    (see grader.sandbox); an instructor's own setting wins."""
+    (see grader.sandbox); an instructor's own setting wins. Each kernel's cgroup gets a CPU quota of
+    its share of the cores (grader.cgroups)."""
+    set_kernel_slots(workers)
     if workers > 1:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):

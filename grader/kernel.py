@@ -8,13 +8,15 @@ deciding what they mean is the job of :mod:`grader.verdicts`. Every other output
 checked fields (:mod:`grader.outputs`): a kernel may send anything.
 
 Each kernel start (restarts too) gets a fresh working folder and socket folder made by the grader,
-which writes only new files there and never opens what an earlier kernel could have written.
+which writes only new files there and never opens what an earlier kernel could have written, and
+removes them when the kernel stops (:mod:`grader.cleanup`). Sandboxed kernels get a control group
+each (:mod:`grader.cgroups`): memory, CPU and processes of the kernel and its children together.
+Messages are counted in bytes before they are parsed (:mod:`grader.messages`); a kernel that
+overspends its budget, or its memory, is stopped.
 """
 from __future__ import annotations
 
 import json
-import queue
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,6 +29,9 @@ from jupyter_client import KernelManager
 
 from d2lite import unattended
 
+from .cgroups import KernelGroup, kernel_cores
+from .cleanup import remove_tree
+from .messages import MAX_MESSAGE_BYTES, BudgetSpent, MessageBudget, receive, socket_options
 from .outputs import OutputSink, output
 from .record import MIME_TYPE
 from .sandbox import Limits, copy_new, hand_over, kernel_command, kernel_env, new_folder, seed_font_list
@@ -35,7 +40,6 @@ __all__ = ["CellRun", "Kernel"]
 
 INTERRUPT_GRACE_S = 10.0
 MAX_RECORD_BYTES = 64 * 1024 * 1024  # per cell, all record payloads together
-MAX_MESSAGE_BYTES = 128 * 1024 * 1024  # one message from the kernel; protects the grader's memory
 IDLE_GRACE_S = 5.0  # how long the kernel may stay silent after its execute reply
 STARTUP_TIMEOUT_S = 120.0
 
@@ -88,9 +92,12 @@ class Kernel:
                  support: tuple[Path, ...] | list[Path] = ()):
         self.scratch, self.limits, self.sandboxed, self.record = Path(scratch), limits, sandboxed, record
         self.support = [Path(p) for p in support]
-        self.km = self.kc = None
+        self.km = self.kc = self.group = None
         self.workdir = self._sockdir = None  # the current kernel's folders
         self.dead_reason = ""
+        self.budget = MessageBudget(limits.max_cell_message_mb << 20, limits.max_notebook_message_mb << 20)
+        self.problems: list[str] = []  # what could not be cleaned up
+        self.starts = 0
 
     def __enter__(self) -> "Kernel":
         self.start()
@@ -109,7 +116,8 @@ class Kernel:
             raise
 
     def _launch(self) -> None:
-        self.workdir = new_folder(self.scratch, "kernel-")
+        self.starts += 1  # kernel-1, kernel-2, ...: a restart's name differs, though the old folder is gone
+        self.workdir = new_folder(self.scratch, "kernel-", self.starts)
         self._sockdir = sockdir = Path(tempfile.mkdtemp(prefix="course-grader-ipc-"))
         if not self.sandboxed:
             (self.workdir / ".tmp").mkdir()
@@ -121,9 +129,11 @@ class Kernel:
         kernel_vars = kernel_env(self.workdir, sandboxed=self.sandboxed)
         if self.record:
             kernel_vars[unattended.COURSE_GRADER_RECORD] = "1"
-        km.wrap = lambda argv: kernel_command(argv, workdir=self.workdir, sockdir=sockdir,
-                                              limits=self.limits, unsafe=not self.sandboxed,
-                                              env=kernel_vars)
+        if self.sandboxed:
+            self.group = KernelGroup.create(self.limits, kernel_cores(self.limits.cpu_cores))
+        join = self.group.wrap if self.group is not None else list
+        km.wrap = lambda argv: join(kernel_command(argv, workdir=self.workdir, sockdir=sockdir,
+                                                   limits=self.limits, unsafe=not self.sandboxed, env=kernel_vars))
         km.write_connection_file()
         if self.sandboxed:  # bwrap --clearenv: the variables travel as --setenv arguments
             hand_over(sockdir)
@@ -139,7 +149,7 @@ class Kernel:
 
     def _connect(self, timeout: float) -> None:
         context = zmq.Context()
-        context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)  # bigger ones are dropped unread
+        socket_options(context)  # messages over MAX_MESSAGE_BYTES are dropped unread; queues are short
         self.kc = self.km.client(context=context)
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=timeout)
@@ -154,9 +164,13 @@ class Kernel:
             except Exception:  # noqa: BLE001 - a dead kernel may fail to shut down; it is gone
                 pass
         self.km = self.kc = None
-        if self._sockdir is not None:  # the kernel could write there: removed, never reused
-            shutil.rmtree(self._sockdir, ignore_errors=True)
-            self._sockdir = None
+        if self.group is not None:  # whatever the kernel started, it ends here
+            self.problems += [self.group.close()]
+            self.group = None
+        for folder in (self._sockdir, self.workdir):  # the kernel could write there: removed, never reused
+            self.problems += [remove_tree(folder)]
+        self._sockdir = None
+        self.problems = [p for p in self.problems if p]
 
     def restart(self) -> None:
         """A fresh kernel in place of this one (nothing of the old one's state survives)."""
@@ -166,7 +180,16 @@ class Kernel:
     def alive(self) -> bool:
         return self.km is not None and self.km.is_alive()
 
+    def _out_of_memory(self) -> str:
+        """The reason to stop the kernel when the out-of-memory killer ran in its group, else ""."""
+        if self.group is None or not self.group.oom_kills():
+            return ""
+        return (f"the kernel was stopped: its processes together used more than its memory budget "
+                f"({self.limits.memory_mb} MB)")
+
     def _death(self) -> str:
+        if self._out_of_memory():
+            return self._out_of_memory()
         code = self.km.provisioner.process.poll() if self.km and self.km.provisioner else None
         if code is None:
             return "the kernel stopped responding"
@@ -188,6 +211,7 @@ class Kernel:
         msg_id = self.kc.execute(source, store_history=store_history, allow_stdin=False,
                                  stop_on_error=False)
         run, sink = CellRun("ok"), OutputSink(self.limits.max_output_bytes)
+        self.budget.start_cell()
         deadline = time.monotonic() + (self.limits.cell_timeout_s if timeout is None else timeout)
         reply = idle = False
         interrupted_at = reply_at = None
@@ -205,23 +229,28 @@ class Kernel:
                 self.dead_reason = "the kernel was killed after a cell ignored the interrupt"
                 self.stop()
                 break
-            msg = _poll(self.kc.get_iopub_msg, 0.05)
+            try:
+                msg = receive(self.kc.iopub_channel, 0.05, self.budget)
+                shell = receive(self.kc.shell_channel, 0 if msg is not None else 0.05, self.budget)
+            except BudgetSpent as spent:  # stop reading: the kernel goes, with what it sent unread
+                self.dead_reason, run.status = str(spent), "crashed"
+                self.stop()
+                break
             if msg is not None and _parent(msg) == msg_id:
                 heard = time.monotonic()
                 try:
                     idle |= self._handle(msg, run, sink)
                 except Exception:  # noqa: BLE001 - a malformed message from the kernel: drop it
                     pass
-            shell = _poll(self.kc.get_shell_msg, 0 if msg is not None else 0.05)
             if shell is not None and _parent(shell) == msg_id:
                 reply, reply_at = True, time.monotonic()
                 content = shell.get("content")
                 if isinstance(content, dict) and content.get("status") == "error" \
                         and run.status == "ok":
                     run.status = "error"
-            if msg is None and shell is None and not self.km.is_alive():
-                self.dead_reason = self._death()
-                run.status = "crashed"
+            if msg is None and shell is None and (self._out_of_memory() or not self.km.is_alive()):
+                self.dead_reason, run.status = self._death(), "crashed"
+                self.stop()
                 break
         run.outputs, run.truncated = sink.outputs, sink.truncated
         if run.status == "crashed":
@@ -276,17 +305,6 @@ def _keep_record(payload, run: CellRun) -> None:
         return
     run.records.append(text)
     run.record_bytes += len(text)
-
-
-def _poll(get, timeout: float):
-    """The next message of a channel, or None (nothing within ``timeout``, or unreadable)."""
-    try:
-        msg = get(timeout=timeout)
-    except queue.Empty:
-        return None
-    except Exception:  # noqa: BLE001 - e.g. JSON nested too deep; the kernel's fault, skip it
-        return None
-    return msg if isinstance(msg, dict) else None
 
 
 def _parent(msg: dict):

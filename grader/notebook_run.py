@@ -118,7 +118,7 @@ def run_notebook(nb, roles: list, workdir: Path, limits: Limits, *, sandboxed: b
                                     "they were dropped and the test fails")
     finally:
         kernel.__exit__(None, None, None)
-    return runs, problems
+    return runs, problems + kernel.problems
 
 
 def _keep_within(run: CellRun, budget: int) -> int:

@@ -83,11 +83,12 @@ class OutputSink:
         self.cap, self.used, self.outputs, self.truncated = cap, 0, [], False
 
     def lost(self, message_cap: int) -> None:
-        """Say that a message over ``message_cap`` bytes was dropped unread."""
+        """Say that messages were dropped unread: one over ``message_cap`` bytes, or more than the
+        grader's queue holds, sent faster than it could take them in."""
         self.truncated = True
         self.outputs.append(nbformat.v4.new_output(
-            "stream", name="stderr", text=f"\n[course-grader: output lost (a message over "
-            f"{message_cap} bytes was dropped)]\n"))
+            "stream", name="stderr", text=f"\n[course-grader: output lost (a message over {message_cap} "
+            "bytes, or more messages than the grader could take in, was dropped)]\n"))
 
     def clear(self) -> None:
         self.outputs, self.used = [], 0

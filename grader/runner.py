@@ -21,7 +21,9 @@ __all__ = ["LocalRunner", "WorkerLost", "open_runner"]
 
 
 class WorkerLost(GraderError):
-    """A worker process died (killed from outside, out of memory) and its job cannot finish."""
+    """A worker process died (killed from outside, out of memory) and its job cannot finish. The pool
+    is then broken: every job still running in it is lost too, and :meth:`LocalRunner.replace` makes
+    a new one (:mod:`grader.batch` decides what to grade again)."""
 
 
 class LocalRunner:
@@ -29,8 +31,16 @@ class LocalRunner:
 
     def __init__(self, workers: int):
         self.workers = max(1, workers)
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                         initializer=start_worker, initargs=(self.workers, os.getpid()))
+        self._pool = self._new_pool()
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=start_worker, initargs=(self.workers, os.getpid()))
+
+    def replace(self) -> None:
+        """A new pool of workers in place of a broken one (its jobs are lost; its workers are ended)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool = self._new_pool()
 
     def slots(self) -> int:
         """How many jobs can run at once."""
@@ -48,8 +58,8 @@ class LocalRunner:
         try:
             return future.result()
         except BrokenProcessPool:
-            raise WorkerLost("a grading worker process died (killed from outside, or out of memory); every "
-                             "result that arrived is saved: run the command again to do the rest") from None
+            raise WorkerLost("the grading worker process died while grading it (killed from outside, or out of "
+                             "memory)") from None
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

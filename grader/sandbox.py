@@ -24,6 +24,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cgroups import cgroup_support
+
 __all__ = ["Limits", "SandboxUnavailable", "sandbox_status", "kernel_command", "kernel_uid", "new_folder",
            "copy_new", "hand_over", "seed_font_list"]
 
@@ -40,12 +42,15 @@ class Limits:
     """Resource limits for one kernel. Defaults suit the course on a 2-core CPU machine."""
 
     cell_timeout_s: float = 300.0  # wall-clock seconds per cell
-    memory_mb: int = 6144  # address space of each kernel process
+    memory_mb: int = 6144  # address space of each kernel process; with cgroups, also the memory of all together
     cpu_seconds: int = 1800  # CPU seconds of each kernel process
-    max_processes: int = 512  # processes + threads of the kernel's uid
+    cpu_cores: float = 0.0  # with cgroups: cores a kernel may use at once; 0: the cores split between kernels
+    max_processes: int = 512  # processes + threads of the kernel (its cgroup; its uid's rlimit when root)
     max_file_mb: int = 512  # largest file the kernel may write; also the size of its /tmp
     max_output_bytes: int = 256_000  # per cell, all outputs together
     notebook_timeout_s: float = 3600.0  # wall-clock seconds for the whole notebook
+    max_cell_message_mb: int = 256  # bytes of messages the kernel may send during one cell
+    max_notebook_message_mb: int = 1024  # ... during the whole submission
 
 
 class SandboxUnavailable(RuntimeError):
@@ -78,7 +83,11 @@ def _probe() -> tuple[bool, str]:
                        "namespaces may be disabled on this machine; grade with --unsafe")
     uid = kernel_uid()
     who = f"uid {uid}" if uid is not None else f"the grader's uid {os.geteuid()}"
-    return True, f"bubblewrap sandbox: no network, private file system, kernels run as {who}"
+    grouped, how = cgroup_support()
+    budget = (f"one control group per kernel bounds its memory, CPU and processes ({how})" if grouped else
+              f"WARNING: no control group per kernel ({how}), so memory is bounded per process only, CPU by "
+              "CPU seconds only, and kernels compete for the machine's CPU and memory")
+    return True, f"bubblewrap sandbox: no network, private file system, kernels run as {who}; {budget}"
 
 
 def sandbox_status() -> tuple[bool, str]:
@@ -226,10 +235,10 @@ def hand_over(path: Path) -> None:
                 os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
 
 
-def new_folder(parent: Path, prefix: str) -> Path:
-    """A new empty folder ``parent/<prefix>N``, made here (an existing name is never reused)."""
+def new_folder(parent: Path, prefix: str, first: int = 1) -> Path:
+    """A new empty folder ``parent/<prefix>N``, N >= ``first``, made here (an existing name is never reused)."""
     parent.mkdir(parents=True, exist_ok=True)
-    n = 1
+    n = first
     while True:
         try:
             (parent / f"{prefix}{n}").mkdir()
