@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import subprocess
 import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
@@ -136,11 +137,15 @@ def test_folder_trees_deeper_than_python_recurses_are_removed_and_grading_comple
     sub = write(submission(PLAIN, {**SOLVED, "add": DEEP_TREES + WRONG_ADD}), tmp_path / "sub.ipynb")
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    result = in_fresh_process(_grade_job_in, str(scratch), str(PLAIN), str(sub), str(refs))
+    try:
+        result = in_fresh_process(_grade_job_in, str(scratch), str(PLAIN), str(sub), str(refs))
+    finally:  # a grader that leaves the tree behind must not break pytest's own clean-up of tmp_path
+        left = list(scratch.iterdir())
+        subprocess.run(["rm", "-rf", "--one-file-system", *map(str, left)], check=False)
+    assert left == []  # the job's scratch folder and the socket folder: gone
     statuses = {t["grade_id"]: t["status"] for t in result["tests"]}
     assert statuses == {"add_test": "failed", "mean_test": "passed", "shout_test": "passed"}, result["problems"]
     assert not [p for p in result["problems"] if "could not" in p or "failed" in p], result["problems"]
-    assert list(scratch.iterdir()) == []  # the job's scratch folder and the socket folder: gone
     assert Path("/etc/passwd").exists()
 
 
