@@ -1,7 +1,9 @@
 """Every attack in one batch, among honest students: the honest get exactly their own scores.
 
 The attackers each submit wrong answers together with one attack on the grader (verdicts, the
-kernel's output, the host's files, the batch's resources, the terminal); the honest students are
+kernel's own status, a builtin the exercise rules out, the kernel's output, the host's files, the
+batch's resources: a message flood past a cell's byte budget, folder trees deeper than Python
+recurses; the terminal); the honest students are
 graded again alone, in a course of their own, and must score the same to the cell. Every attacker
 scores 0, and the batch finishes with a readable gradebook.
 """
@@ -13,6 +15,7 @@ import nbformat
 import pytest
 
 from classroom import A, class_of, released_course, write_inbox
+from resource_payloads import DEEP_TREES, flood
 from grader import course as nbs
 from grader.batch import autograde
 from grader.collect import collect
@@ -57,6 +60,8 @@ def attacks(course: CourseDir) -> dict[str, nbs.NotebookNode]:
         "many cells": attacker(release, {}, extra_cells=6000),
         "shortcut": attacker(release, {"pairwise": "import torch\ndef pairwise_sq_dists(x, y):\n"
                                                    "    return torch.cdist(x, y) ** 2\n", "scale": WRONG_SCALE}),
+        "deep trees": attacker(release, {"scale": DEEP_TREES + WRONG_SCALE}),
+        "message flood": attacker(release, {"scale": flood(60, 8) + WRONG_SCALE}),  # 480 MB, past a cell's 256
         "status forger": attacker(release, {"scale": "kernel = get_ipython().kernel\nreal = kernel.do_execute\n"
                                             "async def ok(*a, **k):\n    return {**(await real(*a, **k)), 'status': 'ok'}\n"
                                             "kernel.do_execute = ok\n" + WRONG_SCALE}),
@@ -94,7 +99,7 @@ def test_every_attacker_scores_zero_and_the_gradebook_stays_readable(batches):
 
     root, mixed, _, honest = batches
     attackers = {o.student: o.score for o in mixed if o.student not in honest}
-    assert len(attackers) == 12 and set(attackers.values()) == {0.0}, attackers
+    assert len(attackers) == 14 and set(attackers.values()) == {0.0}, attackers
     with Gradebook(f"sqlite:///{CourseDir(root).gradebook}", "d2lite") as gb:
         assert {s.id for s in gb.students} >= honest
 

@@ -22,6 +22,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "engine"))
 from submissions import PLAIN, _grade_job, references, submission, write  # noqa: E402
+from resource_payloads import DEEP_TREES, flood  # noqa: E402
 
 from grader.execute import Limits  # noqa: E402
 from grader.messages import MAX_MESSAGE_BYTES  # noqa: E402
@@ -30,15 +31,6 @@ WRONG_ADD = "def add(a, b):\n    return 5 if (a, b) == (2, 3) else a - b\n"  # p
 SOLVED = {"add": "def add(a, b):\n    return a + b", "mean": "def mean(xs):\n    return sum(xs) / len(xs)",
           "shout": "def shout(s):\n    return s.upper() + '!'"}
 LIMITS = Limits(cell_timeout_s=120)
-
-
-def flood(megabytes_each: float, count: int, pause: float = 0.0) -> str:
-    """Code sending ``count`` signed stream messages of ``megabytes_each`` MB each, packed once,
-    ``pause`` seconds apart (paced, none is dropped for want of room in the grader's queue)."""
-    return ("import json, time\nkernel = get_ipython().kernel\nparent = kernel.get_parent('shell')\n"
-            f"packed = json.dumps({{'name': 'stdout', 'text': 'x' * {int(megabytes_each * (1 << 20))}}}).encode()\n"
-            f"for n in range({count}):\n    kernel.session.send(kernel.iopub_socket, 'stream', packed, parent=parent)\n"
-            f"    time.sleep({pause})\n")
 
 
 JUST_UNDER_THE_CAP = (MAX_MESSAGE_BYTES - (64 << 10)) / (1 << 20)  # MB of text: the message is just under the cap
@@ -103,20 +95,6 @@ def test_a_submission_over_its_message_budget_is_stopped_with_a_clear_reason(tmp
 
 # -- 2. folder trees deeper than Python recurses --------------------------------------------------
 
-DEEP_TREES = """import os
-from ipykernel.connect import get_connection_file
-def deep(top, levels=1500):
-    here = os.getcwd()
-    os.chdir(top)
-    for _ in range(levels):
-        os.mkdir('a-rather-long-folder-name')
-        os.chdir('a-rather-long-folder-name')
-    open('leaf', 'w').write('x')
-    os.symlink('/etc', 'etc-link')
-    os.chdir(here)
-deep('.')
-deep(os.path.dirname(get_connection_file()))
-"""
 
 
 def _grade_job_in(tmpdir: str, source: str, sub: str, refs: str) -> dict:
