@@ -179,6 +179,9 @@ def with_answer(notebook: str, grade_id: str, source: str, folder: Path):
     ("05_multigpu.ipynb", "allreduce", "from d2lite import parallel as p\ndef allreduce(data):\n    p.allreduce(data)"),
     ("04_gpu.ipynb", "evaluate_accuracy",
      "def evaluate_accuracy(net, data_iter, device=None):\n    return d2lite.evaluate_accuracy_gpu(net, data_iter, device)"),
+    ("02_autograd.ipynb", "vjp",  # one backward call per row of v, not one in all
+     "def vjp(f, x, v):\n    leaf = x.detach().requires_grad_(True)\n    y = f(leaf).reshape(-1)\n"
+     "    for i, w in enumerate(v.reshape(-1)):\n        (w * y[i]).backward(retain_graph=True)\n    return leaf.grad"),
     ("04_gpu.ipynb", "evaluate_accuracy",
      "def evaluate_accuracy(net, data_iter, device=None):\n    device = device or next(net.parameters()).device\n"
      "    right = total = 0\n    for X, y in data_iter:\n"
