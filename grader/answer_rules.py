@@ -29,7 +29,8 @@ earlier cells that bind a global name they read, the instructor's included):
 Reading text can be fooled by code that decides at run time what it calls, so every student cell
 before the test (reached or not) must do without such code: ``getattr``, ``eval``, ``exec``,
 ``globals``, ``vars``, ``__import__``, ``importlib``, ``sys``, ``inspect``, ``operator``,
-``get_ipython`` (input transformers), magics other than ``%matplotlib``, and attributes that start
+``get_ipython`` or ``InteractiveShell.instance()`` (input transformers; ``IPython.display`` is
+fine), magics other than ``%matplotlib``, and attributes that start
 with ``_`` (private API, ``__dict__``, ``__globals__``) other than ``__init__`` and ``__name__``.
 """
 from __future__ import annotations
@@ -46,7 +47,11 @@ __all__ = ["Rules", "declared_rules", "rule_problems", "answer_problems", "test_
 DYNAMIC_NAMES = frozenset({"getattr", "setattr", "delattr", "vars", "globals", "locals", "eval", "exec",
                            "compile", "__import__", "__builtins__", "get_ipython", "breakpoint"})
 DYNAMIC_MODULES = frozenset({"importlib", "sys", "builtins", "inspect", "operator", "ctypes", "gc", "types",
-                             "runpy", "pkgutil", "marshal", "IPython", "code", "codeop", "pydoc", "dill"})
+                             "runpy", "pkgutil", "marshal", "code", "codeop", "pydoc", "dill", "ipykernel",
+                             "traitlets"})
+# Names that reach the running IPython shell (and so its input transformers) from an allowed module:
+# ``IPython.get_ipython``, ``InteractiveShell.instance()``. ``IPython.display`` stays allowed.
+SHELL_NAMES = frozenset({"get_ipython", "InteractiveShell", "instance"})
 ALLOWED_PRIVATE = frozenset({"__init__", "__name__"})
 LOOP_NAMES = frozenset({"map", "filter", "reduce", "starmap", "accumulate", "itertools"})
 LOOP_ATTRIBUTES = frozenset({"apply_", "map_", "map2_"})
@@ -165,6 +170,11 @@ def _dynamic(statement: Statement, importable: set[str]) -> list[str]:
             problems.append(f"`{sub.id}` (cell {statement.cell}, line {sub.lineno})")
         elif isinstance(sub, ast.Attribute) and sub.attr.startswith("_") and sub.attr not in ALLOWED_PRIVATE:
             problems.append(f"the private attribute `{sub.attr}` (cell {statement.cell}, line {sub.lineno})")
+        elif isinstance(sub, ast.Attribute) and sub.attr in SHELL_NAMES:
+            problems.append(f"`{sub.attr}` (cell {statement.cell}, line {sub.lineno})")
+        if isinstance(sub, ast.ImportFrom):
+            problems += [f"`{alias.name}` (cell {statement.cell}, line {sub.lineno})"
+                         for alias in sub.names if alias.name in SHELL_NAMES]
     return problems
 
 

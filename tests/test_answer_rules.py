@@ -72,10 +72,16 @@ def test_an_alias_made_in_another_cell_is_followed_to_where_it_was_bound():
     "from operator import attrgetter\n",
     "import ctypes\n",
     "import builtins\n",
+    "import IPython\nshell = IPython.get_ipython()\n",
+    "from IPython.core.interactiveshell import InteractiveShell\nshell = InteractiveShell.instance()\n",
 ])
 def test_code_that_decides_at_run_time_what_it_reaches_costs_the_point(hatch):
     found = problems(HONEST_SOFTMAX, SOFTMAX, added=hatch)
     assert any(p.startswith("code the grader cannot read") for p in found), found
+
+
+def test_showing_things_with_ipython_display_is_fine():
+    assert problems(HONEST_SOFTMAX, SOFTMAX, added="from IPython.display import HTML, display\ndisplay(HTML('<b>hi</b>'))\n") == []
 
 
 def test_a_cell_the_answer_does_not_use_is_still_read_for_hatches():
