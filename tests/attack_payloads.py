@@ -127,11 +127,12 @@ def attacks(refs: dict, refs_file: Path, port: int) -> dict[str, tuple[str, dict
                    "    def add(a, b):\n        return a + b\n"
                    "else:\n    def add(a, b):\n        return a - b"}),
         "network": ("plain", {
-            "add": "import socket\ntry:\n"
-                   f"    code = socket.create_connection(('127.0.0.1', {port}), timeout=3)"
+            "add": "import socket\ntry:\n"  # the helper's answer decides which function to define
+                   f"    told = socket.create_connection(('127.0.0.1', {port}), timeout=3)"
                    ".recv(100).decode()\n"
-                   "except OSError as exc:\n    code = 'def add(a, b):\\n    return a - b'\n"
-                   "    print('no network:', exc)\nexec(code)"}),
+                   "except OSError as exc:\n    told = ''\n"
+                   "    print('no network:', exc)\n"
+                   "def add(a, b):\n    return a + b if 'a + b' in told else a - b"}),
         "forged_records_in_answer_cell": ("plain", {  # the right records, then the test's are muted
             "add": WRONG["add"] + "\n" + "".join(forge(k, v["value"]) for k, v in refs["add_test"].items())
                    + "get_ipython().display_pub.publish = lambda *a, **k: None"}),
