@@ -41,6 +41,26 @@ def chromium_executable() -> str | None:
     return None
 
 
+def launched_chromium():
+    """Yield a headless Debian Chromium driven by Playwright, closed afterwards (a pytest fixture body);
+    skips, with the install line, when it is missing or cannot start (``required_in_ci`` turns that
+    skip into a failure in CI)."""
+    import pytest
+
+    executable = chromium_executable()
+    if executable is None:
+        pytest.skip("Debian's chromium is not installed: `make browser-deps` (part of `make test`) installs it")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        try:
+            chromium = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        except Exception as error:  # Chromium cannot start on this machine (a failure in CI)
+            pytest.skip(f"Chromium at {executable} cannot start here: {error}")
+        yield chromium
+        chromium.close()
+
+
 @dataclass
 class LabServer:
     url: str

@@ -26,7 +26,11 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import CHROMIUM_ARGS, chromium_executable
+from browser_support import launched_chromium
+
+pytestmark = pytest.mark.required_in_ci(
+    "install Debian's chromium (`make browser-deps`, i.e. `apt-get install chromium`) and check that "
+    "`chromium --headless --no-sandbox --dump-dom about:blank` starts on this machine")
 from classroom import A, FIXTURE, released_course
 from grader import course as nbs
 from grader.batch import autograde
@@ -115,18 +119,7 @@ def unsanitized(root: Path) -> None:
 
 @pytest.fixture(scope="module")
 def browser():
-    executable = chromium_executable()
-    if executable is None:
-        pytest.skip("Debian's chromium is not installed: `make setup` installs it (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        try:
-            chromium = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        except Exception as error:  # the one case we skip: Chromium cannot start on this machine
-            pytest.skip(f"Chromium at {executable} cannot start here: {error}")
-        yield chromium
-        chromium.close()
+    yield from launched_chromium()
 
 
 def opened(browser, path: Path):

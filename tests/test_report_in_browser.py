@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import CHROMIUM_ARGS, chromium_executable
+from browser_support import launched_chromium
+
+pytestmark = pytest.mark.required_in_ci(
+    "install Debian's chromium (`make browser-deps`, i.e. `apt-get install chromium`) and check that "
+    "`chromium --headless --no-sandbox --dump-dom about:blank` starts on this machine")
 from grader.coursedir import CourseDir
 from grader.report import write_report
 from grader.similarity_check import check_assignment
@@ -33,18 +37,7 @@ def pages(tmp_path_factory) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def browser():
-    executable = chromium_executable()
-    if executable is None:
-        pytest.skip("Debian's chromium is not installed: `make setup` installs it (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        try:
-            chromium = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        except Exception as error:  # the one case we skip: Chromium cannot start on this machine
-            pytest.skip(f"Chromium at {executable} cannot start here: {error}")
-        yield chromium
-        chromium.close()
+    yield from launched_chromium()
 
 
 @pytest.mark.parametrize("which", [0, 1, 2], ids=["class", "similarity", "student"])

@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from browser_support import CHROMIUM_ARGS, chromium_executable, running_lab, student_environment
+from browser_support import launched_chromium, running_lab, student_environment
 
 # Without a Chromium that starts, the browser fixture skips; in CI that skip is a failure.
 pytestmark = pytest.mark.required_in_ci(
@@ -74,18 +74,7 @@ def lab(student_folder, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    executable = chromium_executable()
-    if executable is None:
-        pytest.skip("Debian's chromium is not installed: `make browser-deps` (part of `make test`) installs it")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        try:
-            chromium = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        except Exception as error:  # Chromium cannot start on this machine (a failure in CI)
-            pytest.skip(f"Chromium at {executable} cannot start here: {error}")
-        yield chromium
-        chromium.close()
+    yield from launched_chromium()
 
 
 @pytest.fixture
