@@ -3,7 +3,8 @@
 The attackers each submit wrong answers together with one attack on the grader (verdicts, the
 kernel's own status, a builtin the exercise rules out, the kernel's output, the host's files, the
 batch's resources: a message flood past a cell's byte budget, folder trees deeper than Python
-recurses; the terminal); the honest students are
+recurses; the terminal; the pages and files made from the results: outputs that would run script in
+a feedback page, an id that a spreadsheet splitting on ``;`` would read as a formula); the honest students are
 graded again alone, in a course of their own, and must score the same to the cell. Every attacker
 scores 0, and the batch finishes with a readable gradebook.
 """
@@ -15,11 +16,15 @@ import nbformat
 import pytest
 
 from classroom import A, class_of, released_course, write_inbox
+from page_payloads import ATTACK
 from resource_payloads import DEEP_TREES, flood
+from test_attacks_collect import formula_cells
 from grader import course as nbs
 from grader.batch import autograde
 from grader.collect import collect
 from grader.coursedir import CourseDir
+from grader.export import export_csv
+from grader.feedback import feedback
 from grader.record import MIME_TYPE
 
 WRONG_SCALE = "def scale(x, factor):\n    return x + factor\n"
@@ -66,6 +71,8 @@ def attacks(course: CourseDir) -> dict[str, nbs.NotebookNode]:
                                             "async def ok(*a, **k):\n    return {**(await real(*a, **k)), 'status': 'ok'}\n"
                                             "kernel.do_execute = ok\n" + WRONG_SCALE}),
         "mallory\u009b2J\u202e": attacker(release, {"scale": WRONG_SCALE}),
+        "pages": attacker(release, {"scale": ATTACK + WRONG_SCALE}),
+        "eve;=1+1": attacker(release, {"scale": WRONG_SCALE}),
     }
 
 
@@ -99,7 +106,7 @@ def test_every_attacker_scores_zero_and_the_gradebook_stays_readable(batches):
 
     root, mixed, _, honest = batches
     attackers = {o.student: o.score for o in mixed if o.student not in honest}
-    assert len(attackers) == 14 and set(attackers.values()) == {0.0}, attackers
+    assert len(attackers) == 16 and set(attackers.values()) == {0.0}, attackers
     with Gradebook(f"sqlite:///{CourseDir(root).gradebook}", "d2lite") as gb:
         assert {s.id for s in gb.students} >= honest
 
@@ -110,3 +117,19 @@ def test_the_shortcut_matched_every_value_and_lost_only_to_what_the_grader_read(
     shortcut = next(o for o in mixed if o.student == "shortcut")
     test = next(t for t in shortcut.tests if t["grade_id"] == "test_pairwise")
     assert test["points"] == 0 and test["reason"].startswith("The grader read your code"), test
+
+
+def test_the_pages_and_files_made_from_the_batch_carry_no_active_markup(batches, tmp_path):
+    """String-level here (tests/test_feedback_in_browser.py opens such pages in Chromium)."""
+    import csv
+
+    root, _, _, _ = batches
+    [page] = feedback(root, students=["pages"])
+    html = page.read_text(encoding="utf-8")
+    assert "png" in html and "jpeg" in html  # the outputs are there, as inert text or images
+    for active in ("onerror=", "javascript:", "<script>(window", "onload="):
+        assert active not in html, active
+    grades = export_csv(root, tmp_path / "grades.csv")
+    ids = {r["student_id"] for r in csv.DictReader(grades.open(encoding="utf-8", newline=""))}
+    assert "eve;'=1+1" in ids and "eve;=1+1" not in ids
+    assert formula_cells(grades) == {d: [] for d in (",", ";", "\t", "|")}

@@ -1,7 +1,7 @@
 """Autograde on a real Dask cluster: `dask scheduler` and `dask worker` processes on 127.0.0.1.
 
 Each worker runs in an empty folder of its own: it gets every job as data (grader.jobs) and never
-sees the course directory. The cluster must give the same gradebook as local workers, survive a
+sees the course directory. The cluster must give the same gradebook (and class report) as local workers, survive a
 worker killed mid-batch, and refuse clearly - before any work - when the scheduler is unreachable,
 has no workers, or its workers run other grading code; a worker without bubblewrap refuses each
 submission, which stays pending.
@@ -129,14 +129,27 @@ def gradebook(root: Path) -> dict[tuple[str, str], tuple[float, str, str]]:
 
 @pytest.fixture(scope="module")
 def local_grades(collected, tmp_path_factory):
-    one = copy_of(collected, tmp_path_factory.mktemp("w1") / "course")
-    two = copy_of(collected, tmp_path_factory.mktemp("w2") / "course")
-    autograde(one, workers=1)
-    autograde(two, workers=2)
-    return gradebook(one), gradebook(two)
+    """The class graded by two local worker processes (tests/test_grader_pipeline.py shows one gives the
+    same): its gradebook, and the course folder."""
+    local = copy_of(collected, tmp_path_factory.mktemp("local") / "course")
+    autograde(local, workers=2)
+    return gradebook(local), local
 
 
-def test_a_cluster_grades_exactly_as_one_or_two_local_workers(collected, local_grades, tmp_path):
+def class_report(root: Path) -> dict[str, str]:
+    """The class report's pages (grader.report) as text, without the grading-time section (wall seconds differ
+    between any two runs): page name -> HTML."""
+    from grader.report import write_report
+
+    course = CourseDir(root)
+    pages = {"index.html": write_report(course).read_text().split('<h2 id="time">')[0]}
+    for student in ("ann", "bob", "dan", "eve", "fay", "gus", "hal"):
+        page = write_report(course, student)
+        pages[page.name] = page.read_text()
+    return pages
+
+
+def test_a_cluster_grades_exactly_as_local_workers(collected, local_grades, tmp_path):
     ours = copy_of(collected, tmp_path / "course")
     with cluster(tmp_path / "nodes") as nodes:
         autograde(ours, scheduler=nodes.address)
@@ -146,11 +159,11 @@ def test_a_cluster_grades_exactly_as_one_or_two_local_workers(collected, local_g
             threads = set(runner.client.run(lambda: os.environ.get("OMP_NUM_THREADS")).values())
         cores = len(os.sched_getaffinity(0))
         assert threads == {str(max(1, cores // 2))} or (cores < 2 and threads == {None})
-    one, two = local_grades
-    assert one == two
-    assert gradebook(ours) == one
-    assert {s for s, _ in one} == {"ann", "bob", "dan", "eve", "fay", "gus", "hal"}
-    assert 0 < sum(v[0] for v in one.values()) < len(one) * 3  # right and wrong answers
+    local, local_root = local_grades
+    assert gradebook(ours) == local
+    assert class_report(ours) == class_report(local_root)  # the instructor sees the same class either way
+    assert {s for s, _ in local} == {"ann", "bob", "dan", "eve", "fay", "gus", "hal"}
+    assert 0 < sum(v[0] for v in local.values()) < len(local) * 3  # right and wrong answers
 
 
 def test_a_worker_killed_mid_batch_costs_a_retry_not_a_grade(collected, local_grades, tmp_path):

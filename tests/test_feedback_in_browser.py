@@ -37,27 +37,10 @@ from grader.batch import autograde
 from grader.collect import collect
 from grader.feedback import feedback
 from grader.stock import OPT_IN
+from page_payloads import ATTACK
 
 NBGRADER = "import sys; from nbgrader.apps.nbgraderapp import main; sys.exit(main())"
 STUDENT = "mallory"
-ATTACK = r'''from IPython.display import HTML, Javascript, Latex, Markdown, display
-def _p(name):  # JavaScript that says `name` ran (no spaces: it must fit an unquoted attribute;
-    # void(0) last: a javascript: link whose value is a string would replace the whole page)
-    return "(window.__pwned=window.__pwned||[]).push('" + name + "');document.title='pwned';void(0)"
-display({"image/png": "iVBORw0KGgo=", "text/plain": "png"}, raw=True,
-        metadata={"image/png": {"width": "1 onerror=" + _p("png-width")}})
-display({"image/jpeg": "/9j/", "text/plain": "jpeg"}, raw=True, metadata={"height": "1 onerror=" + _p("jpeg-height")})
-display(HTML("<script>" + _p("script") + "</script>"))
-display(HTML('<img src="x" onerror="' + _p("html-img") + '">'))
-display(HTML('<a href="javascript:' + _p("html-link") + '">click</a>'))
-display(HTML("<svg><script>" + _p("inline-svg") + "</script></svg>"))
-display({"image/svg+xml": '<svg xmlns="http://www.w3.org/2000/svg" onload="' + _p("svg") + '"><script>'
-         + _p("svg-script") + "</script></svg>", "text/plain": "svg"}, raw=True)
-display(Javascript(_p("javascript")))
-display(Markdown("[click](javascript:" + _p("markdown-link") + ")"))
-display(Latex(r"$\href{javascript:" + _p("latex") + "}{click}$"))
-print("<script>" + _p("stdout") + "</script>")
-'''
 # What must run in the control page: the payloads nbconvert's own template lets through. (Its
 # JavaScript outputs need jQuery, and LaTeX links MathJax, both from a CDN this offline test refuses.)
 CONTROL_MUST_RUN = {"png-width", "jpeg-height", "script", "html-img", "html-link", "inline-svg", "markdown-link"}
