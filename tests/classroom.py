@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader import course as nbs
-from grader.assembly import build, release
-from grader.coursedir import CourseDir
+from grader.authoring.assembly import build, release
+from grader.authoring.coursedir import CourseDir
+from grader.engine import course as nbs
 
 FIXTURE = Path(__file__).parent / "fixtures" / "grader" / "course" / "01_fixture.ipynb"
 A = "01_fixture"

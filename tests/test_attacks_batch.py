@@ -16,11 +16,11 @@ import pytest
 
 from classroom import A, class_of, released_course, write_inbox
 from resource_payloads import DEEP_TREES, flood
-from grader import course as nbs
-from grader.batch import autograde
-from grader.collect import collect
-from grader.coursedir import CourseDir
+from grader.authoring.coursedir import CourseDir
+from grader.engine import course as nbs
+from grader.intake.collect import collect
 from grader.record import MIME_TYPE
+from grader.running.batch import autograde
 
 WRONG_SCALE = "def scale(x, factor):\n    return x + factor\n"
 

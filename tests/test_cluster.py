@@ -1,6 +1,6 @@
 """Autograde on a real Dask cluster: `dask scheduler` and `dask worker` processes on 127.0.0.1.
 
-Each worker runs in an empty folder of its own: it gets every job as data (grader.jobs) and never
+Each worker runs in an empty folder of its own: it gets every job as data (grader.running.jobs) and never
 sees the course directory. The cluster must give the same gradebook as local workers, survive a
 worker killed mid-batch, and refuse clearly - before any work - when the scheduler is unreachable,
 has no workers, or its workers run other grading code; a worker without bubblewrap refuses each
@@ -20,16 +20,17 @@ from pathlib import Path
 
 import pytest
 
+import grader
 from browser_support import free_port
 from classroom import A, FIXTURE, class_of, released_course, write_inbox
-from grader import course as nbs
-from grader.assembly import GraderError
-from grader.batch import NotGraded, autograde
-from grader.collect import collect
-from grader.cluster import DaskRunner
-from grader.coursedir import CourseDir
-from grader.execute import save_reference
-from grader.seal import course_key
+from grader.authoring.assembly import GraderError
+from grader.authoring.coursedir import CourseDir
+from grader.engine import course as nbs
+from grader.engine.execute import save_reference
+from grader.engine.seal import course_key
+from grader.intake.collect import collect
+from grader.running.batch import NotGraded, autograde
+from grader.running.cluster import DaskRunner
 
 DASK = str(Path(sys.executable).parent / "dask")
 
@@ -117,7 +118,7 @@ def gradebook(root: Path) -> dict[tuple[str, str], tuple[float, str, str]]:
     """(student, grade cell) -> (points, status, reason), from the markers, and the gradebook's scores."""
     from nbgrader.api import Grade, Gradebook
 
-    from grader.gradebook import outcomes
+    from grader.results.gradebook import outcomes
 
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         scores = {(g.student.id, g.name): g.auto_score for g in gb.db.query(Grade).all()}
@@ -213,8 +214,8 @@ def test_a_scheduler_without_workers_is_refused(collected, tmp_path):
 def test_workers_running_other_grading_code_are_refused(collected, tmp_path):
     """A worker that imports a changed copy of the grader (another version) grades nothing."""
     changed = tmp_path / "other-version"
-    shutil.copytree(Path(nbs.__file__).parent, changed / "grader", ignore=shutil.ignore_patterns("__pycache__"))
-    with open(changed / "grader" / "verdicts.py", "a") as verdicts:
+    shutil.copytree(Path(grader.__file__).parent, changed / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(changed / "grader" / "engine" / "verdicts.py", "a") as verdicts:
         verdicts.write("\n# a different release of the grader\n")
     env = dict(os.environ, PYTHONPATH=str(changed))
     ours = copy_of(collected, tmp_path / "course")

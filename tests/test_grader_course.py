@@ -7,11 +7,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import course as nbs
-from grader.assembly import GraderError, build, check_root, release
-from grader.collect import check_student_id, collect
-from grader.course import HIDDEN_NOTE, strip_hidden
-from grader.gate import leaks
+from grader.authoring.assembly import GraderError, build, check_root, release
+from grader.engine import course as nbs
+from grader.engine.course import HIDDEN_NOTE, strip_hidden
+from grader.intake.collect import check_student_id, collect
+from grader.running.gate import leaks
 
 FIXTURES = Path(__file__).parent / "fixtures" / "grader"
 GOOD = FIXTURES / "course" / "01_fixture.ipynb"
@@ -143,7 +143,7 @@ def test_strip_hidden_keeps_visible_lines_only():
 
 
 def test_export_uses_nbgrader_csv_columns(released, tmp_path):
-    from grader.export import export_csv
+    from grader.results.export import export_csv
 
     path = export_csv(released, tmp_path / "grades.csv")
     header = next(csv.reader(path.open()))
@@ -178,7 +178,7 @@ def test_stubbed_walkthrough_stubs_each_exercise_then_restores_it():
 
 def test_a_test_cell_ending_in_an_expression_is_flagged():
     """Its value would show as Out[n], and stock nbgrader reads a number there as partial credit."""
-    from grader.authoring import ends_with_expression
+    from grader.engine.course import ends_with_expression
 
     assert ends_with_expression('record("k", f(x))\n### BEGIN HIDDEN TESTS\nrecord("h", f(y))\n### END HIDDEN TESTS')
     assert ends_with_expression("x = 1\nx")

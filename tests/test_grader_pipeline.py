@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from grader import course as nbs
-from grader.assembly import build, release
-from grader.batch import autograde
-from grader.coursedir import MARKER, CourseDir
-from grader.table import grade_table
+from grader.authoring.assembly import build, release
+from grader.authoring.coursedir import MARKER, CourseDir
 from grader.cli import main
-from grader.collect import collect
-from grader.export import export_csv
-from grader.feedback import feedback
+from grader.engine import course as nbs
+from grader.intake.collect import collect
+from grader.results.export import export_csv
+from grader.results.feedback import feedback
+from grader.results.table import grade_table
+from grader.running.batch import autograde
 
 FIXTURE = Path(__file__).parent / "fixtures" / "grader" / "course" / "01_fixture.ipynb"
 A = "01_fixture"
@@ -246,6 +246,6 @@ def test_the_installed_command_works_outside_the_repository(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     assert main(["--root", "built", "build"]) == 0
     built = sorted(p.name for p in (tmp_path / "built" / "source").iterdir())
-    assert built == sorted(p.stem for p in (Path(nbs.__file__).parent.parent / "course").glob("*.ipynb"))
+    assert built == sorted(p.stem for p in (Path(nbs.__file__).parents[2] / "course").glob("*.ipynb"))
     assert main(["--root", "other", "build", "--course", "no-such-folder"]) == 2
     assert "pass --course" in capsys.readouterr().err

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from grader import course as nbs
-from grader.assembly import build, release
-from grader.batch import ReferenceFailed, autograde
-from grader.coursedir import MARKER
-from grader.jobs import share_cores as _share_cores
+from grader.authoring.assembly import build, release
+from grader.authoring.coursedir import MARKER
 from grader.cli import main
-from grader.collect import collect
-from grader.schedule import GradingQueue
+from grader.engine import course as nbs
+from grader.intake.collect import collect
+from grader.running.batch import ReferenceFailed, autograde
+from grader.running.jobs import share_cores as _share_cores
+from grader.running.schedule import GradingQueue
 
 FIXTURE = Path(__file__).parent / "fixtures" / "grader" / "course" / "01_fixture.ipynb"
 

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from classroom import A, class_of, released_course, write_inbox
-from grader.batch import autograde
-from grader.collect import collect
-from grader.coursedir import CourseDir
+from grader.authoring.coursedir import CourseDir
+from grader.intake.collect import collect
+from grader.running.batch import autograde
 
 
 def scores(results) -> dict[str, float]:

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from classroom import A, FIXTURE, class_of, released_course, write_inbox
-from grader.batch import autograde
-from grader import course as nbs
-from grader.collect import collect
+from grader.engine import course as nbs
+from grader.intake.collect import collect
+from grader.running.batch import autograde
 from grader.stock import OPT_IN
 
 NBGRADER = "import sys; from nbgrader.apps.nbgraderapp import main; sys.exit(main())"
