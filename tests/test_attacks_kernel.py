@@ -13,7 +13,6 @@ import json
 import re
 import shutil
 import sys
-import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -330,17 +329,24 @@ def test_record_floods_stop_at_the_notebooks_limit_with_a_clear_reason(graded):
 
 # -- damaged and oversized submission files (rejected before any kernel starts) ----------------------
 
-def test_twenty_thousand_cells_sharing_a_grade_id_are_refused_at_once(course, tmp_path):
+def test_twenty_thousand_cells_sharing_a_grade_id_are_refused_before_a_kernel_starts(course, tmp_path,
+                                                                                       monkeypatch):
+    """How long the refusal takes is measured in `make bench` (benchmarks/bench_refusals.py)."""
+    import grader.engine.kernel
+
+    started, real_start = [], grader.engine.kernel.Kernel.start
+    monkeypatch.setattr(grader.engine.kernel.Kernel, "start", lambda self: (started.append(self), real_start(self)))
     sub = write(submission(PLAIN, WRONG, mutate=many_cells), tmp_path / "many.ipynb")
-    started = time.monotonic()
     result = grade(course / "source" / "plain.ipynb", sub, References.load(course / "references.json"),
                    workdir=tmp_path / "work", limits=LIMITS)
-    assert time.monotonic() - started < 30
     assert {t.status for t in result.tests.values()} == {"missing"}
     assert "5000 cells" in result.problems[0], result.problems
+    assert started == [], "the submission was refused from its file, before any kernel started"
 
 
-def test_merging_is_linear_in_the_number_of_cells():
+def test_forty_thousand_student_cells_are_all_merged():
+    """Merging keeps every cell of the crowd, each once; that it takes time linear in the number of
+    cells is measured in `make bench` (benchmarks/bench_refusals.py)."""
     from grader.engine.merge import _Cell, merge
 
     trusted = nbformat.read(str(PLAIN), as_version=4)
@@ -348,10 +354,10 @@ def test_merging_is_linear_in_the_number_of_cells():
              for c in release(PLAIN).cells]
     at = next(i for i, c in enumerate(cells) if c.grade_id == "add")
     crowd = [_Cell("code", f"x = {n}", "add" if n % 2 else "") for n in range(40_000)]
-    started = time.monotonic()
     merged = merge(trusted, cells[:at + 1] + crowd + cells[at + 1:])
-    assert time.monotonic() - started < 20
     assert len(merged.notebook.cells) == len(trusted.cells) + 40_000
+    kept = sorted(c.source for c in merged.notebook.cells if c.source.startswith("x = "))
+    assert kept == sorted(f"x = {n}" for n in range(40_000))
 
 
 @pytest.mark.parametrize("depth", [100_000, 5_000])
