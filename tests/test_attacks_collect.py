@@ -32,7 +32,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from classroom import released_course
+from classroom import A, FIXTURE, released_course
 from grader.authoring.assembly import build, release
 from grader.engine import course as nbs
 from grader.intake.collect import collect
@@ -41,8 +41,6 @@ from grader.results.export import export_csv, spreadsheet_cell
 from grader.results.feedback import feedback
 from grader.running.batch import autograde
 
-FIXTURE = Path(__file__).parent / "fixtures" / "grader" / "course" / "01_fixture.ipynb"
-A = "01_fixture"
 ME = pwd.getpwuid(os.geteuid()).pw_name  # the owner of every folder these tests create
 NBGRADER = "import sys; from nbgrader.apps.nbgraderapp import main; sys.exit(main())"
 
@@ -395,6 +393,12 @@ def graded(tmp_path_factory):
     return root
 
 
+@pytest.fixture
+def graded_copy(graded, tmp_path):
+    """A copy of the graded class for a test that writes into it (feedback): the module's stays as graded."""
+    return shutil.copytree(graded, tmp_path / "course")
+
+
 def stock_nbgrader(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COURSE_GRADER", "NBGRADER"))}
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
@@ -515,18 +519,18 @@ def test_the_payload_reaches_the_autograded_notebook_only_as_text(graded):
         assert part not in text, part
 
 
-def test_feedback_runs_no_script_from_the_student(graded):
-    pages = feedback(graded)
-    page = (graded / "feedback" / "xss" / A / f"{A}.html").read_text(encoding="utf-8")
+def test_feedback_runs_no_script_from_the_student(graded_copy):
+    pages = feedback(graded_copy)
+    page = (graded_copy / "feedback" / "xss" / A / f"{A}.html").read_text(encoding="utf-8")
     assert page in [p.read_text(encoding="utf-8") for p in pages]
     assert student_script(page) == []
     assert "&lt;script&gt;window.pwned_script" in page, "the student sees what their code displayed"
     assert "PASSED (2/2)" in page, "verdicts are still shown"
 
 
-def test_instructor_markdown_is_not_garbled_by_the_sanitizer(graded):
-    feedback(graded, students=["xss"])
-    page = (graded / "feedback" / "xss" / A / f"{A}.html").read_text(encoding="utf-8")
+def test_instructor_markdown_is_not_garbled_by_the_sanitizer(graded_copy):
+    feedback(graded_copy, students=["xss"])
+    page = (graded_copy / "feedback" / "xss" / A / f"{A}.html").read_text(encoding="utf-8")
     assert "<code>x &lt; y</code>" in page
     assert re.search(r"<img [^>]*alt=\"the instructor's figure\"", page), "the instructor's image is shown"
 
