@@ -92,9 +92,9 @@ def save_seconds(graded: Path, names: list[str], tmp: Path) -> float:
     """Seconds the main process spends saving one result (notebook, gradebook commit, marker)."""
     from nbgrader.api import Gradebook
 
-    from grader.config import load_config
-    from grader.coursedir import CourseDir
-    from grader.gradebook import outcomes, save_result
+    from grader.authoring.config import load_config
+    from grader.authoring.coursedir import CourseDir
+    from grader.results.gradebook import outcomes, save_result
 
     copy = tmp / "resave"
     shutil.copytree(graded, copy)
@@ -112,7 +112,7 @@ def save_seconds(graded: Path, names: list[str], tmp: Path) -> float:
 
 
 def main() -> str:
-    from grader.execute import save_reference
+    from grader.engine.execute import save_reference
 
     flags = classroom.sandbox_flag()
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp_name:

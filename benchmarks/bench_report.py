@@ -22,10 +22,10 @@ STUDENTS, NOTEBOOKS = 1000, 6
 def main() -> str:
     from synthetic_class import synthetic_class
 
-    from grader.coursedir import CourseDir
-    from grader.report import write_report
-    from grader.similarity_check import check_assignment
-    from grader.similarity_page import write_similarity_page
+    from grader.authoring.coursedir import CourseDir
+    from grader.results.report import write_report
+    from grader.results.similarity_check import check_assignment
+    from grader.results.similarity_page import write_similarity_page
 
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"  # nbgrader's alembic
     with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:

@@ -1,7 +1,13 @@
 """grader: the course's auto-grader, built on nbgrader.
 
-Layers, each with one job: course assembly, nbgrader configuration and preprocessors,
-the sandbox, verdicts, the batch driver, the command line.
+One sub-package per stage, in pipeline order: ``authoring`` (course/*.ipynb -> an nbgrader course
+directory), ``intake`` (students' uploads -> ``submitted/``), ``engine`` (one notebook: merge, run
+sandboxed, compare with the solution), ``running`` (many notebooks as jobs: local workers or Dask,
+the batch, the quality gate), ``results`` (gradebook, grade table, feedback, export, report).
+On top, the ways in: ``cli`` (``course-grader``, ``python -m grader``; ``demo`` and ``lab`` are two
+of its commands), ``stock`` (nbgrader's own ``autograde``), and ``record`` with ``values``, the only
+modules that run inside a student's kernel (``from grader.record import record``). Imports run one
+way, from the top down to the engine (tests/test_layout.py checks it).
 """
 import sys
 

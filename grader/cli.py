@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from .assembly import DEFAULT_ROOT, GraderError
-from .coursedir import CourseDir
+from .authoring.assembly import DEFAULT_ROOT, GraderError
+from .authoring.coursedir import CourseDir
 
 __all__ = ["main"]
 
@@ -17,8 +17,8 @@ COURSE_HELP = "the folder of source notebooks (default: ./course, else the cours
 
 def _limits(args, course: bool = True):
     """The limits of a run: the course's nbgrader_config.py and ``--cell-timeout``."""
-    from .config import load_limits
-    from .sandbox import Limits
+    from .authoring.config import load_limits
+    from .engine.sandbox import Limits
 
     timeout = getattr(args, "cell_timeout", None)
     if course:
@@ -27,7 +27,7 @@ def _limits(args, course: bool = True):
 
 
 def cmd_build(args) -> int:
-    from .assembly import build
+    from .authoring.assembly import build
 
     ids = build(args.root, args.course)
     print(f"built {args.root} with {len(ids)} assignment(s): {', '.join(ids)}")
@@ -35,7 +35,7 @@ def cmd_build(args) -> int:
 
 
 def cmd_release(args) -> int:
-    from .assembly import build, release
+    from .authoring.assembly import build, release
 
     if args.build or not CourseDir(args.root).assignments():
         build(args.root, args.course)
@@ -45,8 +45,8 @@ def cmd_release(args) -> int:
 
 
 def cmd_collect(args) -> int:
-    from .collect import collect
-    from .outputs import printable
+    from .engine.outputs import printable
+    from .intake.collect import collect
 
     report = collect(args.root, args.inbox, args.assignment or None, check_owner=args.check_owner)
     for item in report.imported:  # student ids and file names are the students' text: no escapes
@@ -58,9 +58,9 @@ def cmd_collect(args) -> int:
 
 
 def cmd_autograde(args) -> int:
-    from .batch import ReferenceFailed, autograde
-    from .cgroups import cgroup_support
-    from .table import grade_table
+    from .engine.cgroups import cgroup_support
+    from .results.table import grade_table
+    from .running.batch import ReferenceFailed, autograde
 
     grouped, why = cgroup_support()
     if not (grouped or args.unsafe or args.scheduler):
@@ -79,7 +79,7 @@ def cmd_autograde(args) -> int:
 
 
 def cmd_feedback(args) -> int:
-    from .feedback import feedback
+    from .results.feedback import feedback
 
     for path in feedback(args.root, args.assignment or None, args.student or None):
         print(f"feedback {path}")
@@ -87,7 +87,7 @@ def cmd_feedback(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from .export import export_csv
+    from .results.export import export_csv
 
     path = export_csv(args.root, args.to)
     print(f"grades written to {path}")
@@ -95,8 +95,8 @@ def cmd_export(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from .execute import validate
-    from .invocation import command
+    from .authoring.invocation import command
+    from .engine.execute import validate
 
     if args.path.is_dir():
         inside = sorted(p.name for p in args.path.glob("*.ipynb"))
@@ -109,7 +109,7 @@ def cmd_validate(args) -> int:
         print(f"{args.path} does not exist; pass the path of your notebook, e.g. "
               f"`{command('validate build/student/01_tensors/01_tensors.ipynb')}`")
         return 2
-    from .jobs import scratch_folder
+    from .engine.cleanup import scratch_folder
 
     failed = 0
     with scratch_folder("validate-") as workdir:  # removed whatever the notebook left there
@@ -140,8 +140,8 @@ def _quoted(path: str) -> str:
 
 
 def cmd_check(args) -> int:
-    from .assembly import course_folder, course_notebooks
-    from .gate import check_notebooks
+    from .authoring.assembly import course_folder, course_notebooks
+    from .running.gate import check_notebooks
 
     paths = [nb for p in (args.paths or [course_folder()]) for nb in course_notebooks(p)]
     start = time.monotonic()
@@ -169,8 +169,8 @@ def cmd_demo(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .outputs import printable
-    from .report import write_report
+    from .engine.outputs import printable
+    from .results.report import write_report
 
     try:
         path = write_report(CourseDir(args.root), args.student)
@@ -182,9 +182,9 @@ def cmd_report(args) -> int:
 
 
 def cmd_similarity(args) -> int:
-    from .outputs import printable
-    from .similarity_check import check_assignment
-    from .similarity_page import write_similarity_page
+    from .engine.outputs import printable
+    from .results.similarity_check import check_assignment
+    from .results.similarity_page import write_similarity_page
 
     try:
         result = check_assignment(CourseDir(args.root), args.assignment)
@@ -276,7 +276,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from .sandbox import SandboxUnavailable
+    from .engine.sandbox import SandboxUnavailable
 
     try:
         return args.func(args)

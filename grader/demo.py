@@ -21,9 +21,9 @@ from pathlib import Path
 
 from d2lite import unattended
 
-from . import course as nbs
-from .assembly import build, release
-from .coursedir import CourseDir
+from .authoring.assembly import build, release
+from .authoring.coursedir import CourseDir
+from .engine import course as nbs
 
 __all__ = ["MISTAKES", "example_class", "run_demo"]
 
@@ -72,11 +72,11 @@ def example_class(root: Path, inbox: Path, names: list[str]) -> list[str]:
 def run_demo(root: Path, *, workers: int = 2, unsafe: bool = False, limits=None, everything: bool = False,
              course: Path | None = None) -> int:
     """Build, release, collect the example class, autograde, feedback, export; print where it all is."""
-    from .batch import autograde
-    from .table import grade_table
-    from .collect import collect
-    from .export import export_csv
-    from .feedback import feedback
+    from .intake.collect import collect
+    from .results.export import export_csv
+    from .results.feedback import feedback
+    from .results.table import grade_table
+    from .running.batch import autograde
 
     os.environ.setdefault(unattended.DATASET, "mnist5k")  # offline: the bundled MNIST subset
     start = time.monotonic()

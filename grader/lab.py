@@ -12,10 +12,10 @@ import shutil
 import sys
 from pathlib import Path
 
-from .assembly import assignments, build, course_folder, release
-from .coursedir import CourseDir
-from .config import COURSE_ID
-from .invocation import command
+from .authoring.assembly import assignments, build, course_folder, release
+from .authoring.config import COURSE_ID
+from .authoring.coursedir import CourseDir
+from .authoring.invocation import command
 
 __all__ = ["STUDENT_DIR", "student_copies", "student_config", "run_lab"]
 

@@ -60,7 +60,7 @@ def answer_rules(*, avoid: tuple[str, ...] = (), no_modules: tuple[str, ...] = (
     """Declare what the grader checks in the source of this exercise's answer; does nothing here.
 
     The grader reads this call from the instructor's test cell and judges the answer's text in its
-    own process (:mod:`grader.answer_rules` says what each rule means); running it in a kernel
+    own process (:mod:`grader.engine.answer_rules` says what each rule means); running it in a kernel
     changes nothing, so no student code can turn a rule off.
     avoid: words no attribute or imported name of the answer may contain ("cdist");
     no_modules: modules the answer may not use; no_loops: no Python loop, comprehension or

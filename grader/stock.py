@@ -28,14 +28,14 @@ from nbconvert.exporters import NotebookExporter
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, Unicode
 
-from .answer_rules import source_reason, test_cell_problems
-from .course import is_test, nbgrader_meta
-from .coursedir import CourseDir
+from .authoring.coursedir import CourseDir
+from .authoring.invocation import command
+from .engine.answer_rules import source_reason, test_cell_problems
+from .engine.course import is_test, nbgrader_meta
+from .engine.references import References, sha256_of
+from .engine.seal import course_key
+from .engine.verdicts import check_records, test_reason
 from .record import MIME_TYPE
-from .references import References, sha256_of
-from .seal import course_key
-from .verdicts import check_records, test_reason
-from .invocation import command
 
 __all__ = ["CheckRecords", "GuardedExporter", "autograde_preprocessors", "ERROR_NAME", "OPT_IN"]
 
@@ -106,7 +106,7 @@ class CheckRecords(Preprocessor):
 
     @staticmethod
     def roles(nb, source) -> list[tuple[str, str]]:
-        """(role, source) of every cell, as :func:`grader.answer_rules.test_cell_problems` reads
+        """(role, source) of every cell, as :func:`grader.engine.answer_rules.test_cell_problems` reads
         them: a code cell without nbgrader metadata is the instructor's when the source notebook
         has the same text, else the student's ("added")."""
         trusted = {cell.source for cell in source.cells if cell.cell_type == "code"}
@@ -120,8 +120,8 @@ class CheckRecords(Preprocessor):
 
     def references(self, root: Path, assignment: str, notebook: str) -> References:
         """The solution's recorded values, computed now when missing or older than the source."""
-        from .execute import save_reference
-        from .sandbox import Limits, sandbox_status
+        from .engine.execute import save_reference
+        from .engine.sandbox import Limits, sandbox_status
 
         source = CourseDir(root).source(assignment) / f"{notebook}.ipynb"
         target = CourseDir(root).references(assignment)

@@ -1,4 +1,4 @@
-"""The allowlist that outputs and feedback are rebuilt from (grader/allowlist.py), field by field.
+"""The allowlist that outputs and feedback are rebuilt from (grader/engine/allowlist.py), field by field.
 
 The pages themselves are checked in a real browser (tests/test_feedback_in_browser.py); these
 tests pin each rule with values a student's kernel can send.
@@ -9,7 +9,7 @@ import base64
 
 import pytest
 
-from grader.allowlist import safe_bundle, safe_image, safe_metadata, safe_output, safe_size
+from grader.engine.allowlist import safe_bundle, safe_image, safe_metadata, safe_output, safe_size
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(40))).decode()
 JPEG = base64.b64encode(b"\xff\xd8\xff\xe0" + bytes(40)).decode()

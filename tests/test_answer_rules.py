@@ -1,4 +1,4 @@
-"""What the grader reads in an answer's source decides, in its own process (grader/answer_rules.py).
+"""What the grader reads in an answer's source decides, in its own process (grader/engine/answer_rules.py).
 
 Each attack below is the source of a real answer that gives the right values (so a grader that only
 compares values, or trusts the kernel, would give the point) by the means its exercise rules out:
@@ -15,10 +15,10 @@ import pytest
 
 import d2lite.optim
 import d2lite.parallel
-from grader.answer_rules import Rules, answer_problems, declared_rules, rule_problems
-from grader.authoring import who_decides
-from grader.execute import source_problems
-from grader.merge import merge, read_submission
+from grader.authoring.graded_cells import who_decides
+from grader.engine.answer_rules import Rules, answer_problems, declared_rules, rule_problems
+from grader.engine.execute import source_problems
+from grader.engine.merge import merge, read_submission
 
 COURSE = Path(__file__).resolve().parent.parent / "course"
 INSTRUCTOR = ("trusted", "import torch\nimport torch.nn.functional as F\nimport numpy as np\nimport d2lite")

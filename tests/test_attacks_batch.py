@@ -19,13 +19,13 @@ from classroom import A, class_of, released_course, write_inbox
 from page_payloads import ATTACK
 from resource_payloads import DEEP_TREES, flood
 from test_attacks_collect import formula_cells
-from grader import course as nbs
-from grader.batch import autograde
-from grader.collect import collect
-from grader.coursedir import CourseDir
-from grader.export import export_csv
-from grader.feedback import feedback
+from grader.authoring.coursedir import CourseDir
+from grader.engine import course as nbs
+from grader.intake.collect import collect
+from grader.results.export import export_csv
+from grader.results.feedback import feedback
 from grader.record import MIME_TYPE
+from grader.running.batch import autograde
 
 WRONG_SCALE = "def scale(x, factor):\n    return x + factor\n"
 

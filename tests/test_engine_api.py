@@ -11,8 +11,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "engine"))
 from submissions import PLAIN, TENSOR, cell_with_id, grade_all, references, release, submission, write  # noqa: E402,E501
 
-from grader import execute  # noqa: E402
-from grader.execute import (Limits, References, ReferenceRunError, SandboxUnavailable,  # noqa: E402
+from grader.engine import execute  # noqa: E402
+from grader.engine.execute import (Limits, References, ReferenceRunError, SandboxUnavailable,  # noqa: E402
                             grade, run_reference, validate)
 from grader.record import MIME_TYPE  # noqa: E402
 

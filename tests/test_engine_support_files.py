@@ -6,8 +6,8 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from grader.assembly import build, support_files
-from grader.execute import grade, run_reference
+from grader.authoring.assembly import build, support_files
+from grader.engine.execute import grade, run_reference
 
 HELPER = "def shipped():\n    return 'from the course'\n"
 

@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
+from grader.engine.verdicts import check_records, compare
 from grader.values import encode
-from grader.verdicts import check_records, compare
 
 
 def same(student, reference, rtol=0.0, atol=0.0) -> bool:

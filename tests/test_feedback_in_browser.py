@@ -32,10 +32,10 @@ pytestmark = pytest.mark.required_in_ci(
     "install Debian's chromium (`make browser-deps`, i.e. `apt-get install chromium`) and check that "
     "`chromium --headless --no-sandbox --dump-dom about:blank` starts on this machine")
 from classroom import A, FIXTURE, released_course
-from grader import course as nbs
-from grader.batch import autograde
-from grader.collect import collect
-from grader.feedback import feedback
+from grader.engine import course as nbs
+from grader.intake.collect import collect
+from grader.results.feedback import feedback
+from grader.running.batch import autograde
 from grader.stock import OPT_IN
 from page_payloads import ATTACK
 
@@ -91,8 +91,8 @@ def unsanitized(root: Path) -> None:
     from nbgrader.preprocessors import GetGrades
     from traitlets.config import Config
 
-    from grader.config import nbgrader_api
-    from grader.feedback import HideHiddenTests
+    from grader.authoring.config import nbgrader_api
+    from grader.results.feedback import HideHiddenTests
 
     imposed = Config()
     imposed.GenerateFeedback.preprocessors = [HideHiddenTests, GetGrades, CSSHTMLHeaderPreprocessor]

@@ -1,30 +1,34 @@
 """The grader's pure parts, no kernels: notebook structure, stubs, release leaks, collect, export."""
 import csv
 import json
+import shutil
 import zipfile
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from grader import course as nbs
-from grader.assembly import GraderError, build, check_root, release
-from grader.collect import check_student_id, collect
-from grader.course import HIDDEN_NOTE, strip_hidden
-from grader.gate import leaks
+from classroom import FIXTURE as GOOD
+from classroom import released_course
+from grader.authoring.assembly import GraderError, build, check_root, release
+from grader.engine import course as nbs
+from grader.engine.course import HIDDEN_NOTE, strip_hidden
+from grader.intake.collect import check_student_id, collect
+from grader.running.gate import leaks
 
-FIXTURES = Path(__file__).parent / "fixtures" / "grader"
-GOOD = FIXTURES / "course" / "01_fixture.ipynb"
-LEAKY = FIXTURES / "leaky" / "01_leaky.ipynb"
+LEAKY = Path(__file__).parent / "fixtures" / "grader" / "leaky" / "01_leaky.ipynb"
 
 
 @pytest.fixture(scope="module")
 def released(tmp_path_factory):
-    """The fixture course built and released by nbgrader's generate_assignment."""
-    root = tmp_path_factory.mktemp("course") / "a course with spaces"
-    build(root, GOOD.parent)
-    release(root)
-    return root
+    """The fixture course built and released by nbgrader's generate_assignment (read only)."""
+    return released_course(tmp_path_factory.mktemp("course") / "a course with spaces")
+
+
+@pytest.fixture
+def course(released, tmp_path):
+    """A fresh copy of the released course, for a test that collects into it."""
+    return shutil.copytree(released, tmp_path / "a course with spaces")
 
 
 def test_exercises_pair_tests_with_the_solution_cells_before_them():
@@ -93,7 +97,7 @@ def test_student_ids_with_spaces_and_unicode_are_accepted(good):
     assert check_student_id(good) == good
 
 
-def test_collect_folders_zips_renamed_and_unreadable(released, tmp_path):
+def test_collect_folders_zips_renamed_and_unreadable(course, tmp_path):
     inbox = tmp_path / "inbox"
     (inbox / "Zoë Ñ" / "deep").mkdir(parents=True)
     (inbox / "Zoë Ñ" / "deep" / "01_fixture.ipynb").write_bytes(GOOD.read_bytes())
@@ -107,19 +111,19 @@ def test_collect_folders_zips_renamed_and_unreadable(released, tmp_path):
         zf.write(GOOD, "01_fixture.ipynb")
     with zipfile.ZipFile(inbox / "slip.zip", "w") as zf:
         zf.write(GOOD, "../../01_fixture.ipynb")
-    report = collect(released, inbox)
+    report = collect(course, inbox)
     assert sorted(i.student for i in report.imported) == sorted(["broken", "renamer", "zipped student", "Zoë Ñ"])
     rejected = {r.where: r.reason for r in report.rejected}
     assert "is not a readable notebook" in rejected["broken/01_fixture.ipynb"]
     assert "outside the archive" in rejected["slip.zip"]
-    submitted = released / "submitted"
+    submitted = course / "submitted"
     assert (submitted / "renamer" / "01_fixture" / "01_fixture.ipynb").exists()
     assert (submitted / "broken" / "01_fixture" / "rejected.json").exists()
     assert (submitted / "Zoë Ñ" / "01_fixture" / "timestamp.txt").read_text().endswith("UTC")
-    assert not (tmp_path / "01_fixture.ipynb").exists() and not (released / "01_fixture.ipynb").exists()
+    assert not (tmp_path / "01_fixture.ipynb").exists() and not (course / "01_fixture.ipynb").exists()
 
 
-def test_collect_reads_an_nbgrader_exchange(released, tmp_path):
+def test_collect_reads_an_nbgrader_exchange(course, tmp_path):
     inbound = tmp_path / "exchange" / "d2lite" / "inbound"
     for stamp, text in [("2026-01-01 10:00:00.000000 UTC", "old"), ("2026-01-02 10:00:00.000000 UTC", "new")]:
         folder = inbound / f"eve+01_fixture+{stamp}+abc"
@@ -130,10 +134,10 @@ def test_collect_reads_an_nbgrader_exchange(released, tmp_path):
         (folder / "timestamp.txt").write_text(stamp)
     (inbound / "..+01_fixture+2026-01-01 10:00:00 UTC+x").mkdir()
     # eve's folders belong to whoever runs the tests: an exchange copied without its owners
-    report = collect(released, tmp_path / "exchange", check_owner=False)
+    report = collect(course, tmp_path / "exchange", check_owner=False)
     assert any("refusing student id '..'" in r.reason for r in report.rejected)
     assert [(i.student, i.assignment) for i in report.imported] == [("eve", "01_fixture")]
-    kept = nbs.read_notebook(released / "submitted" / "eve" / "01_fixture" / "01_fixture.ipynb")
+    kept = nbs.read_notebook(course / "submitted" / "eve" / "01_fixture" / "01_fixture.ipynb")
     assert kept.metadata["which"] == "new", "the latest submission wins"
 
 
@@ -143,7 +147,7 @@ def test_strip_hidden_keeps_visible_lines_only():
 
 
 def test_export_uses_nbgrader_csv_columns(released, tmp_path):
-    from grader.export import export_csv
+    from grader.results.export import export_csv
 
     path = export_csv(released, tmp_path / "grades.csv")
     header = next(csv.reader(path.open()))
@@ -178,7 +182,7 @@ def test_stubbed_walkthrough_stubs_each_exercise_then_restores_it():
 
 def test_a_test_cell_ending_in_an_expression_is_flagged():
     """Its value would show as Out[n], and stock nbgrader reads a number there as partial credit."""
-    from grader.authoring import ends_with_expression
+    from grader.engine.course import ends_with_expression
 
     assert ends_with_expression('record("k", f(x))\n### BEGIN HIDDEN TESTS\nrecord("h", f(y))\n### END HIDDEN TESTS')
     assert ends_with_expression("x = 1\nx")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from grader.cli import main
-from grader.gate import check_notebooks
+from grader.running.gate import check_notebooks
 
 FIXTURES = Path(__file__).parent / "fixtures" / "grader"
 

@@ -16,18 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from grader import course as nbs
-from grader.assembly import build, release
-from grader.batch import autograde
-from grader.coursedir import MARKER, CourseDir
-from grader.table import grade_table
+from classroom import A, FIXTURE, cell_scores, class_of, released_course, student_scores, write_corrupt, write_inbox
+from grader.authoring.assembly import build
+from grader.authoring.coursedir import MARKER, CourseDir
 from grader.cli import main
-from grader.collect import collect
-from grader.export import export_csv
-from grader.feedback import feedback
+from grader.engine import course as nbs
+from grader.intake.collect import collect
+from grader.results.export import export_csv
+from grader.results.feedback import feedback
+from grader.results.table import grade_table
+from grader.running.batch import autograde
 
-FIXTURE = Path(__file__).parent / "fixtures" / "grader" / "course" / "01_fixture.ipynb"
-A = "01_fixture"
 EXPECTED = {"Zoë Ñ": 6.0, "bob": 0.0, "carol": 0.0, "dan": 3.0, "eve": 2.0}
 HIDDEN_TEXT = ["manual_seed(1)", "generator=g", "linspace(0, 1, 11"]
 
@@ -42,26 +41,27 @@ def _verdicts(results):
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """The fixture course in a path with a space, its class collected and graded with 2 workers."""
+    """The fixture course in a path with a space, its class collected and graded with 2 workers
+    (ann under a unicode id with a space). Tests that write into the course take :func:`course`."""
     base = tmp_path_factory.mktemp("e2e")
-    root = base / "my course"
-    build(root, FIXTURE.parent)
-    release(root)
-    source = nbs.read_notebook(FIXTURE)
-    inbox = base / "inbox"
-    broadcasting_bug = nbs.read_notebook(FIXTURE)
-    for cell in broadcasting_bug.cells:  # (n, m) becomes (m, n): a transposed difference
-        cell.source = cell.source.replace("x[:, None, :] - y[None, :, :]", "y[:, None, :] - x[None, :, :]")
-    class_ = {"Zoë Ñ": source, "bob": nbs.read_notebook(root / "release" / A / f"{A}.ipynb"),
-              "dan": broadcasting_bug, "eve": nbs.stub(source, {"pairwise", "mean_of"})}
-    for student, nb in class_.items():
-        nbs.write_notebook(nb, inbox / student / f"{A}.ipynb")
-    (inbox / "carol").mkdir()
-    (inbox / "carol" / f"{A}.ipynb").write_text('{"cells": [')
+    root = released_course(base / "my course")
+    class_ = class_of(root)
+    class_["Zoë Ñ"] = class_.pop("ann")
+    inbox = write_inbox(base / "inbox", class_)
+    write_corrupt(inbox, "carol")
     report = collect(root, inbox)
     assert len(report.imported) == 5 and len(report.rejected) == 1
     results = autograde(root, workers=2, unsafe=False)
     return root, results
+
+
+@pytest.fixture
+def course(graded, tmp_path):
+    """A copy of the graded course for a test that writes into it (the module's stays as graded)."""
+    root, results = graded
+    copy = tmp_path / "my course"
+    shutil.copytree(root, copy)
+    return copy, results
 
 
 def test_scores_follow_the_answers(graded):
@@ -90,17 +90,14 @@ def test_markers_keep_failing_keys_and_grading_seconds(graded):
 
 
 def test_grades_are_in_nbgraders_gradebook_and_folders(graded):
-    from nbgrader.api import Gradebook
-
     root, _ = graded
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "d2lite") as gb:
-        assert {s.student.id: s.score for s in gb.assignment_submissions(A)} == EXPECTED
+    assert student_scores(root) == EXPECTED
     assert (root / "autograded" / "Zoë Ñ" / A / f"{A}.ipynb").exists()
     assert (root / "autograded" / "Zoë Ñ" / A / "timestamp.txt").exists()
 
 
-def test_feedback_shows_verdicts_but_no_hidden_tests(graded):
-    root, _ = graded
+def test_feedback_shows_verdicts_but_no_hidden_tests(course):
+    root, _ = course
     pages = feedback(root)
     assert len(pages) == 5
     for page in pages:
@@ -118,8 +115,8 @@ def test_export_writes_one_row_per_student(graded, tmp_path):
     assert {r["max_score"] for r in rows} == {"6.0"}
 
 
-def test_rerun_is_idempotent_and_force_regrades(graded):
-    root, results = graded
+def test_rerun_is_idempotent_and_force_regrades(course):
+    root, results = course
     marker = root / "autograded" / "bob" / A / MARKER
     before = {p: p.stat().st_mtime_ns for p in (root / "autograded").glob(f"*/{A}/{MARKER}")}
     again = autograde(root, workers=2)
@@ -187,8 +184,8 @@ def test_autograde_without_submissions_says_to_collect_and_fails(tmp_path, capsy
     assert "nothing collected" in err and "collect INBOX" in err
 
 
-def test_autograde_for_one_student_shows_only_that_student(graded, capsys):
-    root, _ = graded
+def test_autograde_for_one_student_shows_only_that_student(course, capsys):
+    root, _ = course
     assert main(["--root", str(root), "autograde", "--student", "dan", "--quiet"]) == 0
     table = capsys.readouterr().out
     rows = [line.split()[0] for line in table.splitlines()[1:] if line and not line.startswith(" ")
@@ -199,8 +196,8 @@ def test_autograde_for_one_student_shows_only_that_student(graded, capsys):
     assert "no submission collected for 'nobody'" in capsys.readouterr().err
 
 
-def test_a_student_id_that_escapes_is_refused(graded, tmp_path):
-    root, _ = graded
+def test_a_student_id_that_escapes_is_refused(course, tmp_path):
+    root, _ = course
     inbox = tmp_path / "inbox"
     (inbox / "a..b").mkdir(parents=True)
     shutil.copy(FIXTURE, inbox / "a..b" / f"{A}.ipynb")
@@ -208,14 +205,6 @@ def test_a_student_id_that_escapes_is_refused(graded, tmp_path):
     assert report.imported == [] and "refusing student id" in report.rejected[0].reason
     assert not (root / "a..b").exists() and not (root.parent / A).exists()
 
-
-
-def _gradebook_scores(root: Path) -> dict:
-    """Every grade cell's auto score as nbgrader's own gradebook holds it."""
-    from nbgrader.api import Grade, Gradebook
-
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        return {(grade.student.id, grade.name): grade.auto_score for grade in gb.db.query(Grade).all()}
 
 
 def _erase_scores(root: Path) -> None:
@@ -233,11 +222,11 @@ def test_one_worker_and_two_workers_give_identical_gradebooks(graded, tmp_path):
     copy = tmp_path / "one worker"
     shutil.copytree(root, copy, ignore=shutil.ignore_patterns("autograded", "feedback"))
     _erase_scores(copy)
-    assert set(_gradebook_scores(copy).values()) == {None}
+    assert set(cell_scores(copy).values()) == {None}
     sequential = autograde(copy, workers=1)
     assert _verdicts(sequential) == _verdicts(results)
-    scores = _gradebook_scores(copy)
-    assert scores == _gradebook_scores(root)
+    scores = cell_scores(copy)
+    assert scores == cell_scores(root)
     assert len(scores) == 5 * 3 and set(scores.values()) != {0.0}, scores
 
 
@@ -246,6 +235,6 @@ def test_the_installed_command_works_outside_the_repository(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     assert main(["--root", "built", "build"]) == 0
     built = sorted(p.name for p in (tmp_path / "built" / "source").iterdir())
-    assert built == sorted(p.stem for p in (Path(nbs.__file__).parent.parent / "course").glob("*.ipynb"))
+    assert built == sorted(p.stem for p in (Path(nbs.__file__).parents[2] / "course").glob("*.ipynb"))
     assert main(["--root", "other", "build", "--course", "no-such-folder"]) == 2
     assert "pass --course" in capsys.readouterr().err

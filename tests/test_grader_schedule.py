@@ -7,20 +7,18 @@
   the command fails naming it, and once the solution is fixed a re-run grades what is missing.
 """
 import os
-from pathlib import Path
 
 import pytest
 
-from grader import course as nbs
-from grader.assembly import build, release
-from grader.batch import ReferenceFailed, autograde
-from grader.coursedir import MARKER
-from grader.jobs import share_cores as _share_cores
+from classroom import FIXTURE, answer_of, with_answer, write_inbox
+from grader.authoring.assembly import build, release
+from grader.authoring.coursedir import MARKER
 from grader.cli import main
-from grader.collect import collect
-from grader.schedule import GradingQueue
-
-FIXTURE = Path(__file__).parent / "fixtures" / "grader" / "course" / "01_fixture.ipynb"
+from grader.engine import course as nbs
+from grader.intake.collect import collect
+from grader.running.batch import ReferenceFailed, autograde
+from grader.running.jobs import share_cores as _share_cores
+from grader.running.schedule import GradingQueue
 
 
 def _drain(queue: GradingQueue) -> list[tuple[str, ...]]:
@@ -82,29 +80,15 @@ def test_an_instructors_thread_setting_wins(monkeypatch):
     assert os.environ["OMP_NUM_THREADS"] == "7"
 
 
-def _solution_source(grade_id: str) -> str:
-    return next(c.source for c in nbs.read_notebook(FIXTURE).cells if nbs.nbgrader_meta(c).get("grade_id") == grade_id)
-
-
-def _broken(solution: str) -> object:
-    """The fixture with its first exercise's solution replaced."""
-    nb = nbs.read_notebook(FIXTURE)
-    for cell in nb.cells:
-        if nbs.nbgrader_meta(cell).get("grade_id") == "scale":
-            cell.source = solution
-    return nb
-
-
 def test_a_broken_solution_stops_only_its_own_assignment(tmp_path, capsys):
     course_dir, inbox, root = tmp_path / "course", tmp_path / "inbox", tmp_path / "graded"
     nbs.write_notebook(nbs.read_notebook(FIXTURE), course_dir / "01_fixture.ipynb")
     broken = "def scale(x, factor):\n    ### BEGIN SOLUTION\n    raise RuntimeError('unfinished')\n    ### END SOLUTION\n"
-    nbs.write_notebook(_broken(broken), course_dir / "02_broken.ipynb")
+    nbs.write_notebook(with_answer("scale", broken), course_dir / "02_broken.ipynb")
     build(root, course_dir)
     release(root)
-    for student in ("ann", "bob"):
-        for name in ("01_fixture", "02_broken"):
-            nbs.write_notebook(nbs.read_notebook(FIXTURE), inbox / student / f"{name}.ipynb")
+    for name in ("01_fixture", "02_broken"):
+        write_inbox(inbox, {student: nbs.read_notebook(FIXTURE) for student in ("ann", "bob")}, name)
     assert len(collect(root, inbox).imported) == 4
 
     with pytest.raises(ReferenceFailed, match="reference run of 02_broken failed") as failure:
@@ -119,7 +103,7 @@ def test_a_broken_solution_stops_only_its_own_assignment(tmp_path, capsys):
 
     fixed = root / "source" / "02_broken" / "02_broken.ipynb"
     graded = {p: p.stat().st_mtime_ns for p in root.glob(f"autograded/*/01_fixture/{MARKER}")}
-    nbs.write_notebook(_broken(_solution_source("scale")), fixed)
+    nbs.write_notebook(with_answer("scale", answer_of("scale")), fixed)
     results = autograde(root, workers=2)
     assert {(o.student, o.assignment, o.score) for o in results} == \
         {(s, a, 6.0) for s in ("ann", "bob") for a in ("01_fixture", "02_broken")}

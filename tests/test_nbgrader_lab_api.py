@@ -20,10 +20,10 @@ import pytest
 
 from browser_support import running_lab
 from classroom import A, FIXTURE, released_course
-from grader import course as nbs
-from grader.assembly import release
-from grader.coursedir import CourseDir
-from grader.config import COURSE_ID
+from grader.authoring.assembly import release
+from grader.authoring.config import COURSE_ID
+from grader.authoring.coursedir import CourseDir
+from grader.engine import course as nbs
 from grader.lab import student_config, student_copies
 
 

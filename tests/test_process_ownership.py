@@ -16,9 +16,9 @@ import psutil
 import pytest
 
 from classroom import class_of, released_course, write_inbox
-from grader.collect import collect
+from grader.intake.collect import collect
 
-GRADE = "import sys; from pathlib import Path; from grader.batch import autograde; autograde(Path(sys.argv[1]), workers=2)"
+GRADE = "import sys; from pathlib import Path; from grader.running.batch import autograde; autograde(Path(sys.argv[1]), workers=2)"
 
 
 def alive(pids: list[int]) -> list[int]:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.coursedir import CourseDir
-from grader.execute import TestResult as Verdict
-from grader.report import student_page_name, write_report
+from grader.authoring.coursedir import CourseDir
+from grader.engine.execute import TestResult as Verdict
+from grader.engine.verdicts import failing_keys
+from grader.results.report import student_page_name, write_report
 from grader.values import encode
-from grader.verdicts import failing_keys
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from synthetic_class import synthetic_class  # noqa: E402

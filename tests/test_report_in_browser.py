@@ -14,10 +14,10 @@ from browser_support import launched_chromium
 pytestmark = pytest.mark.required_in_ci(
     "install Debian's chromium (`make browser-deps`, i.e. `apt-get install chromium`) and check that "
     "`chromium --headless --no-sandbox --dump-dom about:blank` starts on this machine")
-from grader.coursedir import CourseDir
-from grader.report import write_report
-from grader.similarity_check import check_assignment
-from grader.similarity_page import write_similarity_page
+from grader.authoring.coursedir import CourseDir
+from grader.results.report import write_report
+from grader.results.similarity_check import check_assignment
+from grader.results.similarity_page import write_similarity_page
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from synthetic_class import synthetic_class  # noqa: E402

@@ -1,6 +1,6 @@
 """The sandbox, for real: what a kernel can reach, and its resource limits hit cleanly.
 
-Each test runs code in a sandboxed kernel (grader.kernel.Kernel) the way grading does, and
+Each test runs code in a sandboxed kernel (grader.engine.kernel.Kernel) the way grading does, and
 checks what happened from outside. These tests need bubblewrap and user namespaces; they are
 not skipped when those are missing, because then grading would refuse to run. The two that need
 root skip elsewhere, and fail in CI (``required_in_ci``, tests/conftest.py).
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.kernel import Kernel
-from grader.sandbox import Limits, sandbox_status
+from grader.engine.kernel import Kernel
+from grader.engine.sandbox import Limits, sandbox_status
 
 AS_ROOT = ("run the tests as root, as CI's container does (`sudo .ci/run`, or `sudo make test`): "
            "only a root grader gives kernels a uid of their own")
@@ -188,7 +188,7 @@ def test_cpu_time_limit_kills_the_kernel_cleanly(tmp_path):
 
 def test_kernels_use_the_thread_count_a_parallel_batch_gives_them(tmp_path, monkeypatch):
     """In `autograde --workers 2` every kernel's torch uses cores // 2 threads (at least one)."""
-    from grader.jobs import share_cores as _share_cores
+    from grader.running.jobs import share_cores as _share_cores
 
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         monkeypatch.setenv(name, "")  # so that the test's teardown restores the grader's own value

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.coursedir import CourseDir
-from grader.similarity import fingerprint, weighted_jaccard
-from grader.similarity_check import check_assignment
-from grader.similarity_page import write_similarity_page
+from grader.authoring.coursedir import CourseDir
+from grader.results.similarity import fingerprint, weighted_jaccard
+from grader.results.similarity_check import check_assignment
+from grader.results.similarity_page import write_similarity_page
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from synthetic_class import SHORT, synthetic_class  # noqa: E402

@@ -19,22 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from classroom import A, FIXTURE, class_of, released_course, write_inbox
-from grader.batch import autograde
-from grader import course as nbs
-from grader.collect import collect
+from classroom import A, answer_of, cell_scores, class_of, released_course, with_answer, write_inbox
+from grader.engine import course as nbs
+from grader.intake.collect import collect
+from grader.running.batch import autograde
 from grader.stock import OPT_IN
 
 NBGRADER = "import sys; from nbgrader.apps.nbgraderapp import main; sys.exit(main())"
-
-
-def cell_scores(root: Path) -> dict[tuple[str, str], float]:
-    """(student, grade cell) -> auto score, as nbgrader's gradebook holds it."""
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        return {(s.student.id, g.name): g.auto_score
-                for s in gb.assignment_submissions(A) for nb in s.notebooks for g in nb.grades}
 
 
 @pytest.fixture(scope="module")
@@ -44,10 +35,7 @@ def class_dirs(tmp_path_factory):
     so only the grader's reading of her source can take the point (stock nbgrader must agree)."""
     base = tmp_path_factory.mktemp("stock")
     root = released_course(base / "course")
-    fay = nbs.read_notebook(FIXTURE)
-    for cell in fay.cells:
-        if nbs.nbgrader_meta(cell).get("grade_id") == "pairwise":
-            cell.source = "import torch\ndef pairwise_sq_dists(x, y):\n    return torch.cdist(x, y) ** 2\n"
+    fay = with_answer("pairwise", "import torch\ndef pairwise_sq_dists(x, y):\n    return torch.cdist(x, y) ** 2\n")
     collect(root, write_inbox(base / "inbox", {**class_of(root), "fay": fay}))
     copy = base / "stock"
     shutil.copytree(root, copy)
@@ -63,8 +51,9 @@ def nbgrader(python: str, root: Path, *args: str, **extra: str) -> subprocess.Co
                           text=True, timeout=900)
 
 
-def test_stock_autograde_scores_every_cell_as_course_grader_does(class_dirs):
-    ours, stock = class_dirs
+def test_stock_autograde_scores_every_cell_as_course_grader_does(class_dirs, tmp_path):
+    ours, ungraded = class_dirs
+    stock = shutil.copytree(ungraded, tmp_path / "stock")  # the module's copy stays ungraded
     done = nbgrader(sys.executable, stock, "autograde", A, "--create", **{OPT_IN: "1"})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     expected = cell_scores(ours)
@@ -103,9 +92,7 @@ def tampering_class(class_dirs, tmp_path):
     ours, _ = class_dirs
     root = tmp_path / "course"
     shutil.copytree(ours, root)
-    attack = nbs.read_notebook(Path(__file__).parent / "fixtures" / "grader" / "course" / f"{A}.ipynb")
-    answer = next(c for c in attack.cells if nbs.nbgrader_meta(c).get("grade_id") == "scale")
-    answer.source = TAMPER + answer.source
+    attack = with_answer("scale", TAMPER + answer_of("scale"))
     nbs.write_notebook(attack, root / "submitted" / "mal" / A / f"{A}.ipynb")
     return root
 

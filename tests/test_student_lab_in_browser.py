@@ -46,7 +46,7 @@ animator.close()
 @pytest.fixture(scope="module")
 def student_folder(tmp_path_factory) -> Path:
     """Released student copies, made with the same function as `make lab`."""
-    from grader.assembly import build, release
+    from grader.authoring.assembly import build, release
     from grader.lab import student_copies
 
     base = tmp_path_factory.mktemp("lab with spaces")

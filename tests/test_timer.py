@@ -1,4 +1,4 @@
-"""Timer keeps laps like d2l's (checked against known sleeps, loosely); Accumulator sums."""
+"""Timer keeps laps like d2l's (each at least its sleep, at most the time around it); Accumulator sums."""
 import itertools
 import time
 
@@ -12,10 +12,12 @@ def test_timer_measures_sleeps_and_keeps_every_lap():
     timer = d2lite.Timer()
     laps = [0.05, 0.1]
     for seconds in laps:
+        before = time.perf_counter()
         timer.start()
         time.sleep(seconds)
         last = timer.stop()
-        assert seconds <= last < seconds + 0.5, f"a {seconds} s sleep measured {last:.3f} s"
+        around = time.perf_counter() - before  # the lap, measured independently from outside
+        assert seconds <= last <= around, f"a {seconds} s sleep measured {last:.3f} s, {around:.3f} s around it"
     assert len(timer.times) == 2 and timer.times[-1] == last
     assert timer.sum() == pytest.approx(sum(timer.times))
     assert timer.avg() == pytest.approx(timer.sum() / 2)

@@ -1,0 +1,117 @@
+"""How fast the grader refuses or digests what a hostile submission or a wrong address costs it.
+
+The tests check what happens (tests/test_attacks_kernel.py, tests/test_cluster.py); the time it
+takes is measured here, on this machine, with no threshold in a test:
+
+- a submission of 20,000 cells sharing one grade_id, refused from its file before any kernel starts
+  (``read_submission``; goal: seconds, < 30 s);
+- merging 4,000 and 40,000 student cells into the trusted notebook: the ratio shows whether merging
+  is linear in the number of cells (goal: about 10x for 10x the cells; 40,000 in < 20 s);
+- ``autograde --scheduler`` at an address where nothing listens: refused after the connect timeout
+  (goal: < 30 s).
+
+Medians of ``BENCH_REPEATS`` runs (default 3); nothing here starts a kernel.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "engine"))
+sys.path.insert(0, str(ROOT))
+REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
+
+
+def _median_seconds(run) -> float:
+    times = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _crowded_submission(folder: Path, count: int) -> Path:
+    """The fixture's release with ``count`` copies of the add answer cell, all with its grade_id."""
+    import nbformat
+    from submissions import PLAIN, cell_with_id, release, write
+
+    nb = release(PLAIN)
+    cell = cell_with_id(nb, "add")
+    at = nb.cells.index(cell)
+    copies = []
+    for n in range(count):
+        copy = nbformat.from_dict(json.loads(json.dumps(cell)))
+        copy.id, copy.source = f"copy-{n}", f"x = {n}"
+        copies.append(copy)
+    nb.cells[at + 1:at + 1] = copies
+    return write(nb, folder / f"crowd-{count}.ipynb")
+
+
+def _merge_seconds(count: int) -> float:
+    import nbformat
+    from submissions import PLAIN, release
+
+    from grader.engine.merge import _Cell, merge
+
+    trusted = nbformat.read(str(PLAIN), as_version=4)
+    cells = [_Cell(c.cell_type, c.source, c.metadata.get("nbgrader", {}).get("grade_id", ""))
+             for c in release(PLAIN).cells]
+    at = next(i for i, c in enumerate(cells) if c.grade_id == "add")
+    crowd = [_Cell("code", f"x = {n}", "add" if n % 2 else "") for n in range(count)]
+    student = cells[:at + 1] + crowd + cells[at + 1:]
+    return _median_seconds(lambda: merge(trusted, student))
+
+
+def _unreachable_seconds() -> tuple[float, str]:
+    from grader.authoring.assembly import GraderError
+    from grader.running.cluster import DaskRunner
+
+    with socket.socket() as taken:  # bound, never listening: connections to it are refused
+        taken.bind(("127.0.0.1", 0))
+        address = "tcp://127.0.0.1:%d" % taken.getsockname()[1]
+        start = time.perf_counter()
+        try:
+            DaskRunner(address).close()
+            said = "connected (unexpected)"
+        except GraderError as error:
+            said = str(error).split(";")[0]
+        return time.perf_counter() - start, said
+
+
+def main() -> str:
+    from grader.engine.merge import MAX_CELLS, read_submission
+
+    with tempfile.TemporaryDirectory(prefix="bench-refusals-") as tmp:
+        crowded = _crowded_submission(Path(tmp), 20_000)
+        cells, why = read_submission(crowded)
+        refused = _median_seconds(lambda: read_submission(crowded))
+    small, large = _merge_seconds(4_000), _merge_seconds(40_000)
+    unreachable, said = _unreachable_seconds()
+    return "\n".join([
+        "## Refusals and merging (moved here from the tests' wall-clock thresholds)",
+        "",
+        f"<!-- headline: refuse a 20,000-cell submission before any kernel | {refused:.2f} s | < 30 s -->",
+        f"<!-- headline: merge 40,000 student cells | {large:.2f} s | < 20 s, linear -->",
+        f"<!-- headline: refuse an unreachable Dask scheduler | {unreachable:.1f} s | < 30 s -->",
+        "| measure | seconds |",
+        "| --- | ---: |",
+        f"| read and refuse a submission of 20,000 cells (limit {MAX_CELLS}) | {refused:.3f} |",
+        f"| merge 4,000 student cells | {small:.3f} |",
+        f"| merge 40,000 student cells | {large:.3f} |",
+        f"| `autograde --scheduler` where nothing listens | {unreachable:.1f} |",
+        "",
+        f"Merging 10x the cells took {large / small:.1f}x the time (linear: about 10x). The 20,000-cell "
+        f"file was {'refused: ' + why if cells is None else 'NOT refused'}. The scheduler: {said}.",
+    ])
+
+
+if __name__ == "__main__":
+    print(main())

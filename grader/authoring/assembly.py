@@ -1,0 +1,123 @@
+"""Course assembly: an nbgrader course directory built from ``course/*.ipynb``, and its release.
+
+Layout (nbgrader's own)::
+
+    ROOT/nbgrader_config.py
+    ROOT/gradebook.db
+    ROOT/source/<assignment>/<assignment>.ipynb      one assignment per course notebook
+    ROOT/release/<assignment>/<assignment>.ipynb     student version (generate_assignment)
+    ROOT/submitted/<student>/<assignment>/...        collect
+    ROOT/autograded/<student>/<assignment>/...       autograde
+    ROOT/feedback/<student>/<assignment>/*.html      feedback
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from ..engine.course import is_support_file
+from .config import nbgrader_api, write_config
+from .coursedir import CourseDir
+from .invocation import command
+
+__all__ = ["DEFAULT_ROOT", "GraderError", "course_folder", "course_notebooks", "check_root", "build", "release",
+           "assignments", "support_files"]
+
+DEFAULT_ROOT = Path("build/course")
+
+
+class GraderError(Exception):
+    """A problem the instructor has to fix; the message says what and how."""
+
+
+def course_notebooks(course: Path) -> list[Path]:
+    """The source notebooks: ``course/*.ipynb`` or a single notebook path."""
+    if course.is_file():
+        return [course]
+    found = sorted(p for p in course.glob("*.ipynb") if not p.name.startswith("."))
+    if not found:
+        raise GraderError(f"no notebooks found in {course}; expected course/NN_name.ipynb files")
+    return found
+
+
+def course_folder(given: Path | None = None) -> Path:
+    """The folder of source notebooks: ``given``; else ``./course``; else the ``course/`` folder of
+    the checkout this package was installed from (so an installed command works anywhere)."""
+    if given is not None:
+        if not given.exists():
+            raise GraderError(f"the course folder {given} does not exist; pass --course with the folder "
+                              "that holds the source notebooks (NN_name.ipynb)")
+        return given
+    for candidate in (Path("course"), Path(__file__).resolve().parents[2] / "course"):
+        if candidate.is_dir() and any(candidate.glob("*.ipynb")):
+            return candidate
+    raise GraderError("no course notebooks in ./course; pass --course with the folder that holds the "
+                      "source notebooks (NN_name.ipynb)")
+
+
+def check_root(root: Path, course: Path) -> Path:
+    """Refuse a course directory inside the source folder (it would mix solutions into releases)."""
+    root, course = root.resolve(), course.resolve()
+    course_dir = course if course.is_dir() else course.parent
+    if root == course_dir or course_dir in root.parents:
+        raise GraderError(f"the course directory {root} is inside the source folder {course_dir}; "
+                          "choose another place, e.g. build/course")
+    return root
+
+
+def build(root: Path, course: Path | None = None) -> list[str]:
+    """Create/refresh the nbgrader course at ``root`` from the course notebooks; return assignment ids."""
+    course = course_folder(course)
+    root = check_root(root, course)
+    write_config(root)
+    CourseDir(root).exchange.mkdir(exist_ok=True)  # nbgrader logs "Unwritable directory" until it exists
+    ids = []
+    for notebook in course_notebooks(course):
+        assignment = notebook.stem
+        target = CourseDir(root).source(assignment) / notebook.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(notebook, target)
+        for support in support_files(notebook):
+            shutil.copyfile(support, target.parent / support.name)
+        ids.append(assignment)
+    return ids
+
+
+def support_files(notebook: Path) -> list[Path]:
+    """Files of the course folder that ``notebook`` names, e.g. ``ddp_lenet.py`` for 05_multigpu.
+
+    They are copied next to the notebook in ``source/<assignment>/``, so nbgrader's release ships
+    them to students and the grader gives the kernel a copy of them.
+    """
+    text = Path(notebook).read_text(encoding="utf-8")
+    return [path for path in sorted(Path(notebook).parent.iterdir()) if is_support_file(path) and path.name in text]
+
+
+def assignments(root: Path) -> list[str]:
+    """Assignment ids of a built course, in order; raises GraderError before `build`."""
+    found = CourseDir(Path(root)).assignments()
+    if not found:
+        raise GraderError(f"{root} is not a built course (no source notebooks); run `{command('build')}` first")
+    return found
+
+
+def release(root: Path, selected: list[str] | None = None) -> list[Path]:
+    """nbgrader's generate_assignment for each assignment (fills the gradebook with its cells), then
+    its release_assignment: the exchange's outbound folder, where nbgrader's assignment list finds
+    the assignment."""
+    api = nbgrader_api(root)
+    out = []
+    for assignment in selected or assignments(root):
+        result = api.generate_assignment(assignment, force=True, create=True)
+        if not result.get("success"):
+            log = (result.get("error") or "") + (result.get("log") or "")
+            raise GraderError(f"nbgrader could not generate the student version of {assignment}:\n{log[-3000:]}")
+        api.unrelease(assignment)  # nbgrader refuses to overwrite an earlier release
+        shared = api.release_assignment(assignment)
+        if not shared.get("success"):
+            log = (shared.get("error") or "") + (shared.get("log") or "")
+            raise GraderError(f"nbgrader could not put {assignment} into the exchange "
+                              f"({CourseDir(root).exchange}):\n{log[-3000:]}")
+        out.append(CourseDir(root).released_notebook(assignment))
+    return out
+

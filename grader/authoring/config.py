@@ -1,0 +1,126 @@
+"""The nbgrader configuration of a course directory: written once as ``nbgrader_config.py``.
+
+The same file serves nbgrader's own CLI and JupyterLab's formgrader, and this package (which
+loads it with traitlets), so the course directory behaves the same whichever tool opens it.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
+
+from .coursedir import MARKER
+
+__all__ = ["COURSE_ID", "CONFIG_NAME", "write_config", "load_config", "load_limits", "nbgrader_api"]
+
+COURSE_ID = "d2lite"
+CONFIG_NAME = "nbgrader_config.py"
+
+TEMPLATE = '''\
+# nbgrader configuration of this course, written by `course-grader build`.
+# nbgrader's CLI and JupyterLab's formgrader read it when started in this folder; so does
+# course-grader. Grading itself runs through course-grader (sandboxed, tamper-proof verdicts).
+c = get_config()  # noqa: F821
+
+c.CourseDirectory.course_id = {course_id!r}
+# Files nbgrader does not copy along (course-grader.json: course-grader's record of a grading run).
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", {marker!r}]
+# A local exchange folder (nbgrader's default, /usr/local/share/nbgrader/exchange, needs root);
+# on a JupyterHub point this at the shared exchange instead.
+import os  # noqa: E402
+c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exchange")
+# Training cells take about a minute on a 2-core CPU: a cell gets {timeout} s before it is stopped
+# (course-grader reads this value too; `--cell-timeout` overrides it for one run).
+c.ExecutePreprocessor.timeout = {timeout}
+c.Execute.timeout = {timeout}
+# Output limits for notebooks nbgrader itself executes.
+c.LimitOutput.max_lines = 1000
+c.LimitOutput.max_traceback = 100
+# Students see this where their answer goes.
+c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
+# This course's graded tests record values that its `grader` package compares, and its feedback
+# hides hidden tests with it. Without that package, nbgrader would drop this whole file, score
+# every solution 0 and put hidden tests into feedback: refuse instead.
+try:
+    from grader.results.export import SafeCsvExport  # noqa: E402
+    from grader.results.feedback import feedback_preprocessors  # noqa: E402
+    from grader.stock import GuardedExporter, autograde_preprocessors  # noqa: E402
+except ImportError as missing:
+    raise SystemExit(
+        "nbgrader_config.py of course {course_id!r}: the course's `grader` package is not importable "
+        f"here ({{missing}}). Install the course's `d2lite-course` distribution (it provides `grader` "
+        "and `d2lite`) into the Python that runs nbgrader: in a clone of the course, "
+        "`pip install torch==2.13.0 -e .` (see the README, 'Images'). Refusing to run without it: hidden tests would leak "
+        "into feedback and every answer would be misgraded.") from None
+# Feedback pages: hidden tests hidden, then whatever HTML or JavaScript the student's code displayed
+# sanitized (nbconvert's SanitizeHTML), then nbgrader's grades and CSS.
+c.GenerateFeedback.preprocessors = feedback_preprocessors()
+# `nbgrader export`: nbgrader's CSV columns, with cells a spreadsheet would run as formulas escaped.
+c.ExportApp.plugin_class = SafeCsvExport
+# Stock `nbgrader autograde` runs students' code UNSANDBOXED, as you, next to gradebook.db and the
+# solutions: it refuses unless COURSE_GRADER_ALLOW_UNSANDBOXED=1 is set or the next line says True.
+# Use `course-grader autograde` (sandboxed) for any class you do not trust.
+c.Autograde.exporter_class = GuardedExporter
+c.GuardedExporter.allow_unsandboxed = False
+# When allowed, it compares recorded values with the solution's, as course-grader does.
+c.Autograde.autograde_preprocessors = autograde_preprocessors()
+c.CheckRecords.course_root = os.path.dirname(os.path.abspath(__file__))
+'''
+
+
+def write_config(root: Path, course_id: str = COURSE_ID) -> Path:
+    """Write ``root/nbgrader_config.py`` and return its path."""
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / CONFIG_NAME
+    from ..engine.sandbox import Limits
+
+    timeout = int(Limits().cell_timeout_s)
+    path.write_text(TEMPLATE.format(course_id=course_id, timeout=timeout, marker=MARKER), encoding="utf-8")
+    return path
+
+
+def load_config(root: Path) -> Config:
+    """The course's configuration, rooted at ``root`` (absolute)."""
+    config = PyFileConfigLoader(CONFIG_NAME, path=str(root)).load_config()
+    config.CourseDirectory.root = str(root.resolve())
+    return config
+
+
+def load_limits(root: Path, cell_timeout_s: float | None = None):
+    """The kernels' limits for the course at ``root``: the cell timeout its nbgrader_config.py gives
+    (``c.Execute.timeout``), else :class:`grader.engine.sandbox.Limits`' default; ``cell_timeout_s`` wins."""
+    from dataclasses import replace
+
+    from ..engine.sandbox import Limits
+
+    limits = Limits()
+    if cell_timeout_s is None:
+        try:
+            configured = load_config(root).Execute.get("timeout")
+        except Exception:  # noqa: BLE001 - no config yet (a course being built): the default
+            configured = None
+        cell_timeout_s = configured if isinstance(configured, (int, float)) and configured > 0 else None
+    return replace(limits, cell_timeout_s=float(cell_timeout_s)) if cell_timeout_s else limits
+
+
+def _venv_on_path() -> None:
+    """nbgrader runs the ``alembic`` command to open a gradebook: find it next to this Python."""
+    bindir = str(Path(sys.executable).parent)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+
+
+def nbgrader_api(root: Path, imposed: Config | None = None):
+    """nbgrader's own API object for the course at ``root``; ``imposed`` settings win over the file's."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    _venv_on_path()
+    config = load_config(root)
+    if imposed is not None:
+        config.merge(imposed)
+    coursedir = CourseDirectory(config=config)
+    return NbGraderAPI(coursedir=coursedir, config=config)

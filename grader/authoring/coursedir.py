@@ -1,0 +1,130 @@
+"""The nbgrader course directory: every path in it, the marker file, and submission timestamps.
+
+    ROOT/nbgrader_config.py                        written by `build` (grader.authoring.config)
+    ROOT/gradebook.db                              nbgrader's gradebook
+    ROOT/source/<assignment>/<assignment>.ipynb    the instructor's notebook, with support files
+    ROOT/release/<assignment>/                     what students get (nbgrader generate_assignment)
+    ROOT/exchange/                                 nbgrader's exchange (release_assignment, submit)
+    ROOT/references/<assignment>.json              what the solution recorded (grader.engine.references)
+    ROOT/submitted/<student>/<assignment>/         a collected notebook, timestamp.txt, rejected.json
+    ROOT/autograded/<student>/<assignment>/        the graded notebook, then the marker, written last
+    ROOT/feedback/<student>/<assignment>/          HTML feedback
+
+No other module joins these names by hand.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+__all__ = ["CourseDir", "MARKER", "TIMESTAMP_FILE", "REJECTED_FILE", "timestamp_text"]
+
+MARKER = "course-grader.json"       # in autograded/<student>/<assignment>/: graded, against which source
+TIMESTAMP_FILE = "timestamp.txt"    # nbgrader's name: when the submission was made
+REJECTED_FILE = "rejected.json"     # in submitted/<student>/<assignment>/: {file: why collect refused it}
+
+
+def timestamp_text(when: datetime) -> str:
+    """The timestamp format nbgrader writes into timestamp.txt (UTC)."""
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f %Z")
+
+
+@dataclass(frozen=True)
+class CourseDir:
+    """Paths of one course directory (``root`` as given; call :meth:`resolved` for absolute)."""
+
+    root: Path
+
+    def resolved(self) -> "CourseDir":
+        return CourseDir(Path(self.root).resolve())
+
+    # -- instructor side --------------------------------------------------------------------
+    @property
+    def gradebook(self) -> Path:
+        return self.root / "gradebook.db"
+
+    @property
+    def exchange(self) -> Path:
+        """The course's local nbgrader exchange (``c.Exchange.root`` in its nbgrader_config.py)."""
+        return self.root / "exchange"
+
+    def source(self, assignment: str) -> Path:
+        return self.root / "source" / assignment
+
+    def source_notebook(self, assignment: str) -> Path:
+        return self.source(assignment) / f"{assignment}.ipynb"
+
+    def release(self, assignment: str) -> Path:
+        return self.root / "release" / assignment
+
+    def released_notebook(self, assignment: str) -> Path:
+        return self.release(assignment) / f"{assignment}.ipynb"
+
+    @property
+    def key(self) -> Path:
+        """The course's secret key (grader.engine.seal)."""
+        return self.root / ".course-grader-key"
+
+    def references(self, assignment: str) -> Path:
+        return self.root / "references" / f"{assignment}.json"
+
+    def assignments(self) -> list[str]:
+        """Assignment ids with a source notebook, in order ([] before `build`)."""
+        source = self.root / "source"
+        return sorted(p.name for p in source.iterdir() if p.is_dir() and any(p.glob("*.ipynb"))) \
+            if source.is_dir() else []
+
+    # -- students' side ---------------------------------------------------------------------
+    def submission(self, student: str, assignment: str) -> Path:
+        return self.root / "submitted" / student / assignment
+
+    def submitted_notebook(self, student: str, assignment: str) -> Path:
+        return self.submission(student, assignment) / f"{assignment}.ipynb"
+
+    def students(self) -> list[str]:
+        """Students with a folder in submitted/, sorted."""
+        submitted = self.root / "submitted"
+        return sorted(p.name for p in submitted.iterdir() if p.is_dir()) if submitted.is_dir() else []
+
+    def timestamp(self, student: str, assignment: str) -> str:
+        """The submission's timestamp.txt, or its folder's modification time when there is none."""
+        folder = self.submission(student, assignment)
+        try:
+            return (folder / TIMESTAMP_FILE).read_text(encoding="utf-8").strip()
+        except OSError:
+            return timestamp_text(datetime.fromtimestamp(folder.stat().st_mtime, tz=timezone.utc))
+
+    def rejections(self, student: str, assignment: str) -> list[str]:
+        """Why collect refused this student's upload(s) of the assignment, if it did."""
+        try:
+            data = json.loads((self.submission(student, assignment) / REJECTED_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return []
+        return [f"at collect: {why}" for why in data.values() if isinstance(why, str)] if isinstance(data, dict) else []
+
+    def autograded(self, student: str, assignment: str) -> Path:
+        return self.root / "autograded" / student / assignment
+
+    def marker(self, student: str, assignment: str) -> Path:
+        return self.autograded(student, assignment) / MARKER
+
+    def graded_students(self) -> list[str]:
+        graded = self.root / "autograded"
+        return sorted(p.name for p in graded.iterdir() if p.is_dir()) if graded.is_dir() else []
+
+    def graded_assignments(self, student: str) -> list[str]:
+        folder = self.root / "autograded" / student
+        return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+
+    def read_marker(self, student: str, assignment: str) -> dict | None:
+        """The marker's content, or None when there is none (or it is damaged: not graded)."""
+        try:
+            data = json.loads(self.marker(student, assignment).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def feedback(self, student: str, assignment: str) -> Path:
+        return self.root / "feedback" / student / assignment

@@ -1,0 +1,114 @@
+"""Read a student's code as text: which statements an exercise's answer reaches, and what they name.
+
+The grader establishes some facts about an answer from its *source*, in its own process, because a
+check inside the student's kernel (a profile hook, a tracer, a patched function) can be removed by
+the very code it watches. This module is the reading half: it turns the cells of a merged notebook
+into top-level statements, knows which names each statement binds and which global names it uses,
+and follows those names from an exercise's answer cells to every statement the answer can reach.
+:mod:`grader.engine.answer_rules` judges what it finds.
+
+Cells are read the way IPython would run them (``TransformerManager``: magics become calls), so the
+text judged is the text that runs. A cell that does not parse runs nothing and binds nothing.
+"""
+from __future__ import annotations
+
+import ast
+import symtable
+from dataclasses import dataclass, field
+
+__all__ = ["Statement", "cell_statements", "reachable", "python_source"]
+
+
+@dataclass
+class Statement:
+    """One top-level statement of a cell.
+
+    cell: index of its cell in the notebook; student: True for answer and added cells (the
+    student's text), False for the instructor's cells; node: its syntax tree; binds: global names it
+    assigns, defines or imports; uses: global names it reads, at top level or inside its functions.
+    """
+    cell: int
+    student: bool
+    node: ast.stmt
+    binds: set[str] = field(default_factory=set)
+    uses: set[str] = field(default_factory=set)
+
+
+def python_source(cell_source: str) -> str:
+    """The Python IPython runs for a cell's text (``%magic`` lines become ``get_ipython()`` calls).
+    ``%matplotlib`` lines, which only choose a plotting backend, are dropped first."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    kept = "\n".join(line for line in cell_source.splitlines() if not line.lstrip().startswith("%matplotlib"))
+    return TransformerManager().transform_cell(kept)
+
+
+def _names(table: symtable.SymbolTable) -> tuple[set[str], set[str]]:
+    """(global names bound, global names read) in a statement's symbol table, nested scopes included."""
+    binds, uses = set(), set()
+    for symbol in table.get_symbols():
+        if symbol.is_assigned() or symbol.is_imported():
+            binds.add(symbol.get_name())
+        if symbol.is_referenced():
+            uses.add(symbol.get_name())
+    for child in table.get_children():
+        uses |= _scope_uses(child)
+    return binds, uses
+
+
+def _scope_uses(table: symtable.SymbolTable) -> set[str]:
+    """Global names read inside a function or class body (and the scopes nested in it)."""
+    uses = set()
+    for symbol in table.get_symbols():
+        is_global = symbol.is_global() or (table.get_type() == "class" and not symbol.is_assigned())
+        if is_global and symbol.is_referenced():
+            uses.add(symbol.get_name())
+        if symbol.is_declared_global() and symbol.is_assigned():
+            uses.add(symbol.get_name())
+    for child in table.get_children():
+        uses |= _scope_uses(child)
+    return uses
+
+
+def cell_statements(source: str, cell: int, student: bool) -> list[Statement] | None:
+    """The top-level statements of one code cell, or None when its Python does not parse."""
+    try:
+        code = python_source(source)
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    statements = []
+    for node in tree.body:
+        text = ast.unparse(node)
+        try:
+            binds, uses = _names(symtable.symtable(text, f"<cell {cell}>", "exec"))
+        except (SyntaxError, ValueError, RecursionError):
+            binds, uses = set(), set()
+        statements.append(Statement(cell, student, node, binds, uses))
+    return statements
+
+
+def reachable(start: list[Statement], others: list[Statement]) -> list[Statement]:
+    """``start`` and every statement of ``others`` that binds a global name they read, transitively.
+
+    start: the statements of the exercise's answer cells; others: the statements of the cells that
+    run before the exercise's test (instructor's and student's), in any order."""
+    by_name: dict[str, list[Statement]] = {}
+    for statement in others:
+        for name in statement.binds:
+            by_name.setdefault(name, []).append(statement)
+    found = list(start)
+    seen = {id(s) for s in start}
+    pending = [name for s in start for name in s.uses]
+    visited: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name in visited:
+            continue
+        visited.add(name)
+        for statement in by_name.get(name, []):
+            if id(statement) not in seen:
+                seen.add(id(statement))
+                found.append(statement)
+                pending.extend(statement.uses)
+    return found

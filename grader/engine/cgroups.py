@@ -1,0 +1,272 @@
+"""One control group per kernel: a budget of memory, CPU and processes for the kernel and all its children.
+
+Rlimits bound each process alone; a kernel that starts many processes (or threads) adds them up, and
+two kernels on one machine share its CPU and memory with no limit between them. So each kernel
+starts in a control group of its own, made here, and every process it starts stays in it (a
+sandboxed kernel runs as an unprivileged uid that cannot write the cgroup files):
+
+- memory: ``Limits.memory_mb`` for all its processes together (v1 ``memory.limit_in_bytes``, v2
+  ``memory.max``, no swap); past it the kernel's out-of-memory killer runs inside the group, and
+  the grader then stops the whole kernel (:meth:`KernelGroup.oom_kills`);
+- CPU: a quota of ``cores`` cores (v1 ``cpu.cfs_quota_us``, v2 ``cpu.max``) and an equal share
+  against the other kernels (``cpu.shares`` / ``cpu.weight``);
+- processes: ``Limits.max_processes`` processes and threads (``pids.max``), whatever their uid.
+
+cgroup v2 is used where the grader's own group delegates ``memory cpu pids`` to it (root, or a
+``Delegate=yes`` systemd unit); else cgroup v1 where the three hierarchies are mounted and writable
+(root); else :func:`cgroup_support` says why not, and kernels run with rlimits only.
+
+    group = KernelGroup.create(limits, cores=1.0)   # None where cgroups cannot be used
+    argv = group.wrap(argv)                          # the command joins the group, then execs argv
+    ...; group.close()                               # kills what is left in it, removes it
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import shlex
+import signal
+import time
+from pathlib import Path
+
+__all__ = ["KernelGroup", "cgroup_support", "kernel_cores", "set_kernel_slots"]
+
+CONTROLLERS = ("memory", "cpu", "pids")
+PERIOD_US = 100_000
+PREFIX = "course-grader-"
+_serial = itertools.count(1)
+_slots = [1]  # kernels that run at once in this process's machine share (grader.running.jobs.share_cores)
+
+
+def set_kernel_slots(slots: int) -> None:
+    """How many kernels run at once on this machine: each gets ``cores // slots`` cores by default."""
+    _slots[0] = max(1, int(slots))
+
+
+def kernel_cores(requested: float = 0.0) -> float:
+    """The CPU quota of one kernel, in cores: ``requested``, or (0) the machine's cores split between
+    the kernels that run at once."""
+    if requested > 0:
+        return float(requested)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return float(max(1, cores // _slots[0]))
+
+
+def _mounts() -> tuple[Path | None, dict[str, Path]]:
+    """(the cgroup2 mount, {v1 controller: its mount}) from /proc/self/mounts."""
+    v2, v1 = None, {}
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        fields = line.split()
+        if len(fields) < 4:
+            continue
+        if fields[2] == "cgroup2" and v2 is None:
+            v2 = Path(fields[1])
+        elif fields[2] == "cgroup":
+            for option in fields[3].split(","):
+                if option in CONTROLLERS:
+                    v1.setdefault(option, Path(fields[1]))
+    return v2, v1
+
+
+def _own_paths() -> tuple[str | None, dict[str, str]]:
+    """This process's group: (its v2 path, {v1 controller: its path}) from /proc/self/cgroup."""
+    v2, v1 = None, {}
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            v2 = path
+        for name in controllers.split(","):
+            if name in CONTROLLERS:
+                v1[name] = path
+    return v2, v1
+
+
+def _write(path: Path, value) -> None:
+    with open(path, "w") as f:
+        f.write(str(value))
+
+
+@functools.lru_cache(maxsize=1)
+def _bases() -> tuple[str, dict[str, Path], str]:
+    """(version "v2"/"v1"/"", {controller: the folder new groups go in}, a sentence saying which or why not)."""
+    try:
+        mount2, mounts1 = _mounts()
+        own2, own1 = _own_paths()
+    except (OSError, ValueError) as error:
+        return "", {}, f"the cgroup files cannot be read ({type(error).__name__})"
+    why = []
+    if mount2 is not None and own2 is not None:
+        base = mount2 / own2.lstrip("/")
+        try:
+            enabled = set((base / "cgroup.controllers").read_text().split())
+            if set(CONTROLLERS) <= enabled:
+                if not set(CONTROLLERS) <= set((base / "cgroup.subtree_control").read_text().split()):
+                    _write(base / "cgroup.subtree_control", " ".join("+" + c for c in CONTROLLERS))
+                probe = _probe({c: base for c in CONTROLLERS})
+                if not probe:
+                    return "v2", {"unified": base}, f"cgroup v2 at {base}"
+                why.append(f"cgroup v2 at {base}: {probe}")
+            else:
+                why.append(f"cgroup v2 at {base} does not offer {' '.join(sorted(set(CONTROLLERS) - enabled))}")
+        except OSError as error:
+            why.append(f"cgroup v2 at {base}: {error.strerror or type(error).__name__}")
+    if set(CONTROLLERS) <= set(mounts1) and set(CONTROLLERS) <= set(own1):
+        bases = {c: mounts1[c] / own1[c].lstrip("/") for c in CONTROLLERS}
+        probe = _probe(bases)
+        if not probe:
+            return "v1", bases, "cgroup v1 (" + ", ".join(str(b) for b in bases.values()) + ")"
+        why.append(f"cgroup v1: {probe}")
+    elif mounts1:
+        why.append(f"cgroup v1 lacks {' '.join(sorted(set(CONTROLLERS) - set(mounts1)))}")
+    return "", {}, "; ".join(why) or "no cgroup file system is mounted"
+
+
+def _probe(bases: dict[str, Path]) -> str:
+    """"" when a group can be made (and removed) in each base, else why not."""
+    name = f"{PREFIX}probe-{os.getpid()}"
+    try:
+        for base in set(bases.values()):
+            (base / name).mkdir()
+            (base / name).rmdir()
+    except OSError as error:
+        return f"cannot make a group there ({error.strerror or type(error).__name__}: run the grader as root " \
+               "or in a cgroup delegated to its user)"
+    return ""
+
+
+def cgroup_support() -> tuple[bool, str]:
+    """(can each kernel get a control group?, a sentence saying which version, or why not)."""
+    version, _, why = _bases()
+    return bool(version), why
+
+
+class KernelGroup:
+    """The control group(s) of one kernel: one folder per v1 controller, or one v2 folder."""
+
+    def __init__(self, version: str, dirs: dict[str, Path], memory_bytes: int):
+        self.version, self.dirs, self.memory_bytes = version, dirs, memory_bytes
+
+    @classmethod
+    def create(cls, limits, cores: float) -> "KernelGroup | None":
+        """A new group with the budgets of ``limits`` (memory_mb, max_processes) and ``cores``; None where
+        cgroups cannot be used. Raises OSError when making it failed (the kernel must not start)."""
+        version, bases, _ = _bases()
+        if not version:
+            return None
+        _sweep(version, bases)
+        name = f"{PREFIX}{os.getpid()}-{next(_serial)}"
+        group = cls(version, {c: b / name for c, b in bases.items()}, int(limits.memory_mb) * 1024 * 1024)
+        try:
+            for folder in set(group.dirs.values()):
+                folder.mkdir()
+            group._limit(cores, int(limits.max_processes))
+        except OSError:
+            group.close()
+            raise
+        return group
+
+    def file(self, controller: str, name: str) -> Path:
+        """The path of the group's file ``name`` (of ``controller``'s hierarchy, under v1)."""
+        return self.dirs["unified" if self.version == "v2" else controller] / name
+
+    def _limit(self, cores: float, processes: int) -> None:
+        quota = max(1000, int(cores * PERIOD_US))
+        if self.version == "v2":
+            _write(self.file("memory", "memory.max"), self.memory_bytes)
+            for optional, value in (("memory.swap.max", 0), ("memory.oom.group", 1)):
+                if self.file("memory", optional).exists():
+                    _write(self.file("memory", optional), value)
+            _write(self.file("cpu", "cpu.max"), f"{quota} {PERIOD_US}")
+            _write(self.file("cpu", "cpu.weight"), 100)
+        else:
+            _write(self.file("memory", "memory.limit_in_bytes"), self.memory_bytes)
+            try:  # no swap either (only where swap accounting is on)
+                _write(self.file("memory", "memory.memsw.limit_in_bytes"), self.memory_bytes)
+            except OSError:
+                pass
+            _write(self.file("cpu", "cpu.cfs_period_us"), PERIOD_US)
+            _write(self.file("cpu", "cpu.cfs_quota_us"), quota)
+            _write(self.file("cpu", "cpu.shares"), 1024)
+        _write(self.file("pids", "pids.max"), processes)
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """``argv`` run by a shell that first moves itself into the group (its children follow)."""
+        joins = " && ".join(f"echo $$ > {shlex.quote(str(d / 'cgroup.procs'))}" for d in sorted(set(self.dirs.values())))
+        return ["/bin/sh", "-c", f'{joins} && exec "$@"', "course-grader-cgroup", *argv]
+
+    def oom_kills(self) -> int:
+        """How many processes of the group the out-of-memory killer has killed so far."""
+        name = "memory.events" if self.version == "v2" else "memory.oom_control"
+        try:
+            for line in self.file("memory", name).read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def stat(self, controller: str, name: str) -> dict[str, int]:
+        """A ``key value`` file of the group (e.g. cpu.stat, pids.events) as a dict; {} if unreadable."""
+        try:
+            pairs = (line.split() for line in self.file(controller, name).read_text().splitlines())
+            return {p[0]: int(p[1]) for p in pairs if len(p) == 2 and p[1].lstrip("-").isdigit()}
+        except OSError:
+            return {}
+
+    def close(self) -> str:
+        """Kill every process left in the group and remove it. "" when done, else what is left; never raises."""
+        try:
+            return _remove(self.version, set(self.dirs.values()))
+        except Exception as error:  # noqa: BLE001 - cleaning up must not stop grading
+            return f"the kernel's control group could not be removed ({type(error).__name__})"
+
+
+def _pids(folder: Path) -> list[int]:
+    try:
+        return [int(p) for p in (folder / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _remove(version: str, folders: set[Path], attempts: int = 200) -> str:
+    if version == "v2":
+        for folder in folders:
+            if (folder / "cgroup.kill").exists():
+                try:
+                    _write(folder / "cgroup.kill", 1)
+                except OSError:
+                    pass
+    left = set(f for f in folders if f.exists())
+    for _ in range(attempts):
+        for folder in list(left):
+            for pid in _pids(folder):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            try:
+                folder.rmdir()
+                left.discard(folder)
+            except FileNotFoundError:
+                left.discard(folder)
+            except OSError:
+                pass  # busy: processes still exiting
+        if not left:
+            return ""
+        time.sleep(0.01)
+    return "the kernel's control group could not be removed: " + ", ".join(map(str, sorted(left)))
+
+
+def _sweep(version: str, bases: dict[str, Path]) -> None:
+    """Remove the (empty) groups of kernels whose grading process is gone (e.g. a killed worker)."""
+    for base in set(bases.values()):
+        try:
+            names = [p.name for p in base.iterdir() if p.name.startswith(PREFIX)]
+        except OSError:
+            continue
+        for name in names:
+            owner = name[len(PREFIX):].split("-")[0]
+            if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+                _remove(version, {base / name}, 5)

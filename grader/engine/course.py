@@ -1,0 +1,314 @@
+"""Course notebooks as the grader sees them: exercises, points, stubs and truncated copies.
+
+An nbgrader source notebook is a list of cells; some carry ``metadata.nbgrader``. A *solution
+cell* holds the student's answer (``solution: true``); a *graded test cell* is locked and worth
+``points`` (``grade: true, solution: false``). An *exercise* is a run of solution cells followed
+by its graded test cell(s): each test cell belongs to the solution cells since the previous test
+cell. Everything here is pure: notebooks in, notebooks or facts out.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbformat import NotebookNode
+
+__all__ = [
+    "Exercise", "read_notebook", "write_notebook", "nbgrader_meta", "is_solution", "is_test",
+    "exercises", "header_points", "test_points", "structure_problems", "stub", "truncate",
+    "solution_lines", "hidden_test_lines", "STUBBED_PREFIX", "stubbed_walkthrough", "cell_points", "is_support_file",
+    "strip_hidden", "HIDDEN_NOTE", "HIDDEN_BEGIN", "HIDDEN_END", "SOLUTION_BEGIN",
+    "SOLUTION_END", "MARKERS", "without_hidden", "stub_source", "ends_with_expression",
+]
+
+HEADER_POINTS = re.compile(r"^\s*\**\s*Total points\s*:\s*\**\s*([0-9]+(?:\.[0-9]+)?)", re.M)
+CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise: its solution cells, its graded test cells, and where it ends."""
+
+    solution_ids: tuple[str, ...]
+    test_ids: tuple[str, ...]
+    points: float
+    last_cell: int  # index of the exercise's last graded test cell in the notebook
+
+    @property
+    def name(self) -> str:
+        return self.test_ids[0] if len(self.test_ids) == 1 else "+".join(self.test_ids)
+
+
+def read_notebook(path: Path) -> NotebookNode:
+    """Read a notebook as nbformat v4 (raises on unreadable JSON)."""
+    return nbformat.read(str(path), as_version=4)
+
+
+def write_notebook(nb: NotebookNode, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(path))
+    return path
+
+
+def nbgrader_meta(cell: NotebookNode) -> dict:
+    """The cell's nbgrader metadata; {} when it is missing or damaged (student files can be anything)."""
+    meta = cell.get("metadata") if isinstance(cell, dict) else None
+    nbg = meta.get("nbgrader") if isinstance(meta, dict) else None
+    return nbg if isinstance(nbg, dict) else {}
+
+
+def cell_points(cell: NotebookNode) -> float:
+    """A graded cell's points; 0 when they are missing or not a number."""
+    try:
+        return float(nbgrader_meta(cell).get("points", 0) or 0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def is_solution(cell: NotebookNode) -> bool:
+    return bool(nbgrader_meta(cell).get("solution"))
+
+
+def is_test(cell: NotebookNode) -> bool:
+    meta = nbgrader_meta(cell)
+    return bool(meta.get("grade")) and not meta.get("solution") and cell.get("cell_type") == "code"
+
+
+def exercises(nb: NotebookNode) -> list[Exercise]:
+    """The notebook's exercises, in order. Consecutive test cells share one exercise."""
+    found: list[Exercise] = []
+    solutions: list[str] = []
+    tests: list[str] = []
+    points = 0.0
+    last = -1
+    for index, cell in enumerate(nb.cells):
+        if is_solution(cell):
+            if tests:
+                found.append(Exercise(tuple(solutions), tuple(tests), points, last))
+                solutions, tests, points = [], [], 0.0
+            solutions.append(nbgrader_meta(cell).get("grade_id", f"cell-{index}"))
+        elif is_test(cell):
+            tests.append(nbgrader_meta(cell).get("grade_id", f"cell-{index}"))
+            points += cell_points(cell)
+            last = index
+    if tests:
+        found.append(Exercise(tuple(solutions), tuple(tests), points, last))
+    return found
+
+
+def is_support_file(path: Path) -> bool:
+    """Whether ``path`` can ship with an assignment: a plain file (no link), not a notebook, not hidden."""
+    path = Path(path)
+    return path.is_file() and not path.is_symlink() and path.suffix != ".ipynb" and not path.name.startswith(".")
+
+
+def header_points(nb: NotebookNode) -> float | None:
+    """The ``Total points: N`` the first (markdown) cell announces, or None."""
+    if not nb.cells or nb.cells[0].cell_type != "markdown":
+        return None
+    match = HEADER_POINTS.search(nb.cells[0].source)
+    return float(match.group(1)) if match else None
+
+
+def test_points(nb: NotebookNode) -> float:
+    return sum(cell_points(c) for c in nb.cells if is_test(c))
+
+
+# nbgrader's region markers (each on a line of its own, after "### ") and what the course adds.
+SOLUTION_BEGIN, SOLUTION_END = "BEGIN SOLUTION", "END SOLUTION"
+HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
+MARKERS = (SOLUTION_BEGIN, SOLUTION_END, HIDDEN_BEGIN, HIDDEN_END)
+HIDDEN_NOTE = "# (hidden tests are not shown)"
+RECORD_IMPORT = "from grader.record import record"
+_HIDDEN_REGION = re.compile(rf"^[ \t]*### {HIDDEN_BEGIN}.*?^[ \t]*### {HIDDEN_END}[^\n]*\n?", re.S | re.M)
+_SOLUTION_REGION = re.compile(rf"^([ \t]*)### {SOLUTION_BEGIN}.*?^[ \t]*### {SOLUTION_END}[^\n]*", re.S | re.M)
+
+
+def without_hidden(source: str) -> str:
+    """The source as nbgrader releases a test cell: hidden-test regions, markers included, removed."""
+    return _HIDDEN_REGION.sub("", source)
+
+
+def stub_source(source: str) -> str:
+    """The source as nbgrader releases a solution cell: each solution region becomes a raise."""
+    return _SOLUTION_REGION.sub(lambda m: f"{m.group(1)}raise NotImplementedError()", source)
+
+
+def split_hidden(source: str) -> list[tuple[str, bool]]:
+    """A test cell's source cut at its hidden-test markers: [(code, hidden?), ...] in order, marker
+    lines left out, empty pieces dropped. The grader runs each piece as its own execution, so it
+    knows whether a failure happened in a visible or a hidden check."""
+    pieces: list[tuple[list[str], bool]] = [([], False)]
+    for line in source.splitlines():
+        if HIDDEN_BEGIN in line or HIDDEN_END in line:
+            pieces.append(([], HIDDEN_BEGIN in line))
+        else:
+            pieces[-1][0].append(line)
+    return [("\n".join(lines), hidden) for lines, hidden in pieces if "\n".join(lines).strip()]
+
+
+def strip_hidden(source: str) -> str:
+    """The source with each hidden-test region replaced by one note line."""
+    lines, inside = [], False
+    for line in source.splitlines():
+        if HIDDEN_BEGIN in line:
+            inside = True
+            lines.append(line[: len(line) - len(line.lstrip())] + HIDDEN_NOTE)
+        elif HIDDEN_END in line:
+            inside = False
+        elif not inside:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def ends_with_expression(source: str) -> bool:
+    """True when the last statement of a code cell is an expression whose value IPython would show
+    as ``Out[n]`` (a ``print(...)`` call shows nothing); False for code that does not parse."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return False
+    if not body or not isinstance(body[-1], ast.Expr):
+        return False
+    value = body[-1].value
+    is_print = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "print"
+    is_docstring_only = len(body) == 1 and isinstance(value, ast.Constant) and isinstance(value.value, str)
+    return not (is_print or is_docstring_only)
+
+
+def structure_problems(nb: NotebookNode) -> list[str]:
+    """Gate (e) and the exercise layout: ids unique, points add up, every exercise well formed."""
+    problems = []
+    seen: dict[str, int] = {}
+    for index, cell in enumerate(nb.cells):
+        meta = nbgrader_meta(cell)
+        if not meta:
+            continue
+        grade_id = meta.get("grade_id")
+        if not grade_id:
+            problems.append(f"cell {index} has nbgrader metadata but no grade_id")
+        elif grade_id in seen:
+            problems.append(f"grade_id {grade_id!r} is used by cells {seen[grade_id]} and {index}")
+        else:
+            seen[grade_id] = index
+        if meta.get("grade") and meta.get("solution"):
+            problems.append(f"cell {grade_id!r} is both a solution and a graded cell (manually "
+                            "graded answers are not auto-graded); make it a solution cell and add a test cell")
+        if is_test(cell) and not cell_points(cell) > 0:
+            problems.append(f"graded test cell {grade_id!r} is worth no points")
+        if is_test(cell) and (ends_with_expression(cell.source) or ends_with_expression(strip_hidden(cell.source))):
+            problems.append(f"graded test cell {grade_id!r} ends with an expression: its value is shown "
+                            "as the cell's output, and stock nbgrader takes a number there as the cell's "
+                            "score (partial credit); end the cell with a statement, e.g. a print()")
+    announced = header_points(nb)
+    total = test_points(nb)
+    if announced is None:
+        problems.append("the first cell is not markdown with a line 'Total points: N'")
+    elif abs(announced - total) > 1e-9:
+        problems.append(f"the header says 'Total points: {announced:g}' but the test cells add up to {total:g}")
+    for exercise in exercises(nb):
+        if not exercise.solution_ids:
+            problems.append(f"test cell(s) {', '.join(exercise.test_ids)} follow no solution cell")
+    trailing = [nbgrader_meta(c).get("grade_id") for i, c in enumerate(nb.cells)
+                if is_solution(c) and i > max((e.last_cell for e in exercises(nb)), default=-1)]
+    if trailing:
+        problems.append(f"solution cell(s) {', '.join(map(str, trailing))} have no graded test after them")
+    return problems
+
+
+def stub(nb: NotebookNode, solution_ids: set[str] | None = None) -> NotebookNode:
+    """A copy with the given solution cells (all when None) stubbed as nbgrader's release does."""
+    from nbgrader.preprocessors import ClearSolutions
+
+    out = copy.deepcopy(nb)
+    clear = ClearSolutions()
+    resources = {"language": "python"}
+    for index, cell in enumerate(out.cells):
+        if is_solution(cell) and (solution_ids is None or nbgrader_meta(cell).get("grade_id") in solution_ids):
+            clear.preprocess_cell(cell, resources, index)
+    return out
+
+
+def truncate(nb: NotebookNode, last_cell: int) -> NotebookNode:
+    """A copy that keeps cells 0..last_cell (to grade one exercise without running the rest)."""
+    out = copy.deepcopy(nb)
+    out.cells = out.cells[: last_cell + 1]
+    return out
+
+
+def _region_lines(source: str, begin: str, end: str) -> list[str]:
+    lines, inside = [], False
+    for line in source.splitlines():
+        if begin in line:
+            inside = True
+        elif end in line:
+            inside = False
+        elif inside:
+            lines.append(line)
+    return lines
+
+
+def solution_lines(nb: NotebookNode) -> list[str]:
+    """Every line of solution code (inside BEGIN/END SOLUTION, or a whole delimiter-less solution cell)."""
+    lines = []
+    for cell in nb.cells:
+        if not is_solution(cell):
+            continue
+        if SOLUTION_BEGIN in cell.source:
+            lines += _region_lines(cell.source, SOLUTION_BEGIN, SOLUTION_END)
+        else:
+            lines += cell.source.splitlines()
+    return lines
+
+
+def hidden_test_lines(nb: NotebookNode) -> list[str]:
+    lines = []
+    for cell in nb.cells:
+        lines += _region_lines(cell.source, HIDDEN_BEGIN, HIDDEN_END)
+    return lines
+
+
+STUBBED_PREFIX = "gate-stubbed:"
+
+
+def stubbed_walkthrough(nb: NotebookNode) -> NotebookNode:
+    """One notebook that checks every exercise's tests against its stub, in a single kernel.
+
+    For each exercise, in order: its cells with the solution cells stubbed (as plain code cells)
+    and its graded test cells renamed ``gate-stubbed:<grade_id>``; then the same span again with
+    the real solutions and without the tests, so later exercises start from the state the
+    solutions leave. Cells after the last exercise are dropped. Each renamed test must fail.
+    """
+    found = exercises(nb)
+    out = copy.deepcopy(nb)
+    out.cells = []
+    if not found:
+        return out
+    solutions = {i for i, c in enumerate(nb.cells) if is_solution(c)}
+    start = 0
+    for exercise in found:
+        first = min((i for i in solutions if start <= i <= exercise.last_cell), default=start)
+        out.cells += [copy.deepcopy(c) for c in nb.cells[start:first]]
+        span = nb.cells[first: exercise.last_cell + 1]
+        for cell in span:
+            cell = copy.deepcopy(cell)
+            if is_solution(cell):
+                cell = stub(nbformat.v4.new_notebook(cells=[cell])).cells[0]
+                cell.metadata.pop("nbgrader", None)
+                cell.id = nbformat.v4.new_code_cell().id
+            elif is_test(cell):
+                cell.metadata.nbgrader["grade_id"] = STUBBED_PREFIX + nbgrader_meta(cell)["grade_id"]
+                cell.id = nbformat.v4.new_code_cell().id
+            out.cells.append(cell)
+        for cell in span:
+            if not is_test(cell):
+                cell = copy.deepcopy(cell)
+                if not is_solution(cell):
+                    cell.id = nbformat.v4.new_code_cell().id
+                out.cells.append(cell)
+        start = exercise.last_cell + 1
+    return out

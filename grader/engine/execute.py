@@ -1,0 +1,253 @@
+"""The grading engine: run a trusted reference, grade a submission, validate a notebook.
+
+    refs = run_reference(source, workdir=tmp / "ref")
+    refs.save(path); refs = References.load(path)
+    result = grade(source, submission, refs, workdir=tmp / "alice")
+    result.tests["dist_test"].status, result.score, result.notebook
+
+The graded notebook is the trusted source with the student's answer cells merged in
+(:mod:`grader.engine.merge`). It runs in a sandboxed kernel (:mod:`grader.engine.sandbox`, :mod:`grader.engine.kernel`);
+each graded test cell reports values with ``grader.record.record``, and :mod:`grader.engine.verdicts`
+compares them with what the same cell recorded in the reference run, here in the grader.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from .answer_rules import source_reason, test_cell_problems
+from .course import cell_points, is_support_file, is_test, nbgrader_meta
+from .kernel import CellRun
+from .merge import Merged, Role, merge, read_submission
+from .notebook_run import RECORD_LIMITS, run_notebook, scrub_tainted
+from .references import References, sha256_of
+from .sandbox import Limits, SandboxUnavailable, sandbox_status
+from .verdicts import check_records, collect, failing_keys, test_reason
+
+__all__ = ["Limits", "TestResult", "NotebookResult", "References", "ReferenceRunError",
+           "SandboxUnavailable", "sandbox_status", "run_reference", "save_reference", "grade", "validate",
+           "verdict_line"]
+
+STATUSES = ("passed", "failed", "error", "timeout", "crashed", "not run", "missing")
+
+
+class ReferenceRunError(RuntimeError):
+    """The instructor's solution did not pass its own tests (or recorded nothing)."""
+
+
+@dataclass
+class TestResult:
+    grade_id: str
+    max_points: float
+    points: float
+    status: str  # one of STATUSES
+    reason: str  # one sentence for instructor and student; never shows hidden test source
+    failed_keys: list[str] = field(default_factory=list)  # reference keys it did not match (class report)
+
+
+@dataclass
+class NotebookResult:
+    tests: dict[str, TestResult]  # by grade_id, in notebook order
+    notebook: nbformat.NotebookNode  # executed merged notebook, record outputs removed
+    problems: list[str]  # what needs the instructor's attention
+
+    @property
+    def score(self) -> float:
+        return sum(t.points for t in self.tests.values())
+
+    @property
+    def max_score(self) -> float:
+        return sum(t.max_points for t in self.tests.values())
+
+
+def _require_sandbox(unsafe: bool) -> bool:
+    """True when kernels run sandboxed; raises when they cannot and unsafe was not asked for."""
+    if unsafe:
+        return False
+    ok, why = sandbox_status()
+    if not ok:
+        raise SandboxUnavailable(f"cannot isolate student code: {why}. To grade without "
+                                 "isolation anyway (only for code you trust), pass --unsafe.")
+    return True
+
+
+def _check_workdir(source: Path, workdir: Path) -> None:
+    """The kernel may write anywhere in ``workdir``: refuse one that holds the source notebook."""
+    if Path(source).resolve().is_relative_to(Path(workdir).resolve()):
+        raise ValueError(f"workdir {workdir} contains the source notebook {source}; give each "
+                         "run an empty scratch folder of its own")
+
+
+def _support_files(source: Path) -> tuple[Path, ...]:
+    """The files that ship with the assignment (non-notebook files next to the trusted source, e.g.
+    ``ddp_lenet.py`` beside ``05_multigpu.ipynb``): every kernel gets fresh copies of them in its
+    working folder. A student's own copies of them are never used."""
+    return tuple(p for p in sorted(Path(source).resolve().parent.iterdir()) if is_support_file(p))
+
+
+def run_reference(source: Path, *, workdir: Path, limits: Limits = Limits(),
+                  unsafe: bool = False) -> References:
+    """Execute the instructor's source notebook and keep what each graded test cell recorded."""
+    sandboxed = _require_sandbox(unsafe)
+    _check_workdir(source, workdir)
+    started = time.monotonic()
+    nb = nbformat.read(str(source), as_version=4)
+    roles = [Role("test" if is_test(c) else "trusted", nbgrader_meta(c).get("grade_id", ""))
+             for c in nb.cells]
+    runs, problems = run_notebook(nb, roles, workdir, limits, sandboxed=sandboxed, record=True,
+                                  support=_support_files(source))
+    cells: dict[str, dict[str, dict]] = {}
+    for i, role in enumerate(roles):
+        if role.kind != "test":
+            continue
+        run = runs.get(i) or CellRun("not run")
+        where = f"{Path(source).name}: graded test cell {role.grade_id!r}"
+        if run.status != "ok":
+            raise ReferenceRunError(f"{where} did not pass with the solution ({run.status}: "
+                                    f"{run.error or 'see the notebook'}); fix the notebook")
+        if None in run.records:
+            raise ReferenceRunError(f"{where} recorded values over the grader's size limit "
+                                    f"({RECORD_LIMITS}); record smaller values")
+        by_key, bad = collect(run.payloads())
+        if bad or not by_key:
+            raise ReferenceRunError(f"{where} recorded no values; every graded test must call "
+                                    "grader.record.record(key, value) on its hidden inputs")
+        twice = [k for k, v in by_key.items() if len(v) > 1]
+        if twice:
+            raise ReferenceRunError(f"{where} recorded {twice[0]!r} more than once; use "
+                                    "distinct keys")
+        cells[role.grade_id] = {k: {"value": v[0]["value"], "what": _text(v[0].get("what")),
+                                    "rtol": float(v[0].get("rtol", 0)), "atol": float(v[0].get("atol", 0))}
+                                for k, v in by_key.items()}
+    return References(cells, sha256_of(source), round(time.monotonic() - started, 2))
+
+
+def save_reference(source: Path, target: Path, *, limits: Limits = Limits(),
+                   unsafe: bool = False) -> References:
+    """:func:`run_reference` in a scratch folder of its own; the values are saved to ``target``."""
+    from .cleanup import scratch_folder
+
+    with scratch_folder("reference-") as workdir:
+        references = run_reference(Path(source), workdir=Path(workdir), limits=limits, unsafe=unsafe)
+    references.save(Path(target))
+    return references
+
+
+def grade(source: Path, submission: Path | None, references: References, *, workdir: Path,
+          limits: Limits = Limits(), unsafe: bool = False, missing: str = "") -> NotebookResult:
+    """Grade ``submission`` against the trusted ``source``; never raises for a bad submission.
+
+    missing: why there is no submission (``submission`` None), e.g. collect's reason for rejecting
+    the upload; the default says that nothing was submitted."""
+    sandboxed = _require_sandbox(unsafe)
+    _check_workdir(source, workdir)
+    trusted = nbformat.read(str(source), as_version=4)
+    problems: list[str] = []
+    if references.source_sha256 and references.source_sha256 != sha256_of(source):
+        problems.append("the source notebook changed after the reference run; run it again")
+    cells, why = read_submission(submission)
+    if submission is None and missing:
+        why = missing
+    merged: Merged = merge(trusted, cells)
+    problems += merged.problems if cells is not None else []
+    tests = {}
+    if cells is None:
+        problems.insert(0, why)
+        for i, role in enumerate(merged.roles):
+            if role.kind == "test":
+                cell = merged.notebook.cells[i]
+                tests[role.grade_id] = TestResult(role.grade_id, cell_points(cell), 0.0, "missing",
+                                                  why[0].upper() + why[1:] + ".")
+        return NotebookResult(tests, merged.notebook, problems)
+    runs, run_problems = run_notebook(merged.notebook, merged.roles, workdir, limits,
+                                      sandboxed=sandboxed, record=True, support=_support_files(source))
+    problems += run_problems
+    scrub_tainted(merged.notebook, runs)
+    read = source_problems(merged)
+    for i, role in enumerate(merged.roles):
+        if role.kind == "test":
+            cell = merged.notebook.cells[i]
+            test = tests[role.grade_id] = _verdict(role.grade_id, cell_points(cell), runs.get(i),
+                                                   references.cells.get(role.grade_id), problems)
+            if read.get(i) and test.points > 0:
+                test = tests[role.grade_id] = TestResult(role.grade_id, test.max_points, 0.0, "failed",
+                                                         source_reason(read[i]))
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=verdict_line(test))]
+    return NotebookResult(tests, merged.notebook, problems)
+
+
+def source_problems(merged: Merged) -> dict[int, list[str]]:
+    """For each graded test cell (by index), what the grader read in its exercise's answer that
+    breaks the exercise's rules (:mod:`grader.engine.answer_rules`); decided from text, in this process."""
+    return test_cell_problems([(role.kind if cell.cell_type == "code" else "markdown", cell.source)
+                               for role, cell in zip(merged.roles, merged.notebook.cells)])
+
+
+def verdict_line(test: TestResult) -> str:
+    """What a graded test cell shows once graded: its verdict, points and reason."""
+    return f"{test.status.upper()} ({test.points:g}/{test.max_points:g}): {test.reason}\n"
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _verdict(gid: str, points: float, run: CellRun | None, expected: dict | None,
+             problems: list[str]) -> TestResult:
+    def result(status: str, reason: str) -> TestResult:
+        ran = expected is not None and status in ("failed", "error") and None not in run.records
+        keys = failing_keys(expected, run.payloads()) if ran else []  # which hidden checks it missed
+        return TestResult(gid, points, points if status == "passed" else 0.0, status, reason, keys)
+
+    run = run or CellRun("not run")
+    if expected is None:
+        problems.append(f"no reference values for {gid!r}; run the reference again")
+        return result("error", "This test could not be graded (no reference values).")
+    if run.status != "ok":
+        return result(run.status, test_reason(run.status, run.part, run.error))
+    if None in run.records:
+        return result("failed", f"The values this test recorded were over the grader's size limit "
+                                f"({RECORD_LIMITS}), so they were not compared.")
+    ok, why = check_records(expected, run.payloads())
+    status = "passed" if ok else "failed"
+    return result(status, test_reason(status, run.part, run.error, why))
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = (text or "an error").strip().splitlines()[0] if (text or "").strip() else "an error"
+    line = line.rstrip(": ") or "an error"  # "NotImplementedError: " (an empty message)
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def validate(notebook: Path, *, workdir: Path, limits: Limits = Limits()) -> list[TestResult]:
+    """The student self-check: run ``notebook`` as it is; a test passes iff its cell ran cleanly.
+
+    Runs without the sandbox (it is the student's own code on the student's machine). Raises
+    ValueError when the notebook cannot be read.
+    """
+    cells, why = read_submission(notebook)
+    if cells is None:
+        raise ValueError(f"cannot validate: {why}")
+    try:
+        nb = nbformat.read(str(notebook), as_version=4)
+    except Exception as exc:  # noqa: BLE001 - any damage: say so, in one sentence
+        raise ValueError(f"cannot validate: the notebook could not be parsed ({exc})") from None
+    roles = [Role("test" if is_test(c) else "trusted", nbgrader_meta(c).get("grade_id", ""))
+             for c in nb.cells]
+    runs, _ = run_notebook(nb, roles, workdir, limits, sandboxed=False, record=False)
+    results = []
+    for i, role in enumerate(roles):
+        if role.kind != "test":
+            continue
+        run, pts = runs.get(i) or CellRun("not run"), cell_points(nb.cells[i])
+        status = {"ok": "passed"}.get(run.status, run.status)
+        reason = {"passed": "The visible checks passed.",
+                  "error": f"The test raised {_first_line(run.error)}.",
+                  "timeout": "The test did not finish within the time limit."}.get(
+            status, f"The test did not run: {run.error or 'the kernel had stopped'}.")
+        results.append(TestResult(role.grade_id, pts, pts if status == "passed" else 0.0,
+                                  status, reason))
+    return results

@@ -1,0 +1,4 @@
+"""Intake: what students hand in, taken into the course directory. In: an inbox of student folders
+or zips, or an nbgrader exchange; all of it untrusted. Out: ``submitted/<student>/<assignment>/``
+with a timestamp, and every refused upload listed with what to do (:func:`.collect.collect`).
+"""

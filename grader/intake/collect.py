@@ -1,0 +1,213 @@
+"""Collect: import students' notebooks into nbgrader's ``submitted/<student>/<assignment>/``.
+
+An inbox holds, per student, a folder or a ``.zip`` named by the student id, with the assignment
+notebooks anywhere inside; or it is an nbgrader exchange (``<course>/inbound/<student>+<assignment>+
+<timestamp>...``, see :mod:`grader.intake.exchange`). A notebook is matched by its file name
+(``01_tensors.ipynb``), or, when renamed, by the nbgrader cell ids it shares with exactly one
+assignment.
+
+Uploads are untrusted. They are read without following symbolic links (:mod:`grader.intake.uploads`),
+zips within size limits (:mod:`grader.intake.zips`); two uploads naming the same student (``bob/`` and
+``bob.zip``, ``Bob``) are both refused. Whatever is refused is listed in the report with what to
+do, and never stops the others or touches what an earlier collect stored. An unreadable notebook
+is stored as a record of why (``rejected.json``) so that autograde can say so for that student.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import partial
+from pathlib import Path
+from typing import Callable
+
+import nbformat
+
+from ..authoring.assembly import GraderError, assignments
+from ..authoring.coursedir import REJECTED_FILE, TIMESTAMP_FILE, CourseDir, timestamp_text
+from ..engine.course import nbgrader_meta
+from .exchange import read_timestamp, submissions
+from .uploads import (LINK_ADVICE, Notebook, Rejected, check_student_id, collisions, open_file, open_folder,
+                      read_notebooks)
+from .zips import ZipLimits, read_zip
+
+__all__ = ["Imported", "Rejected", "CollectReport", "check_student_id", "collect", "REJECTED_FILE",
+           "TIMESTAMP_FILE", "timestamp_text"]
+
+
+
+@dataclass
+class Imported:
+    student: str
+    assignment: str
+    timestamp: str
+
+
+@dataclass
+class CollectReport:
+    imported: list[Imported] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+
+
+def collect(root: Path, inbox: Path, selected: list[str] | None = None, *, check_owner: bool = True,
+            zip_limits: ZipLimits = ZipLimits()) -> CollectReport:
+    """Import every student's notebooks from ``inbox``; return what was imported and rejected.
+
+    check_owner: in an nbgrader exchange, count a submission only if its folder belongs to the
+        user it names (nbgrader's ``ExchangeCollect.check_owner``); turn off only for an exchange
+        copied without its owners.
+    zip_limits: how large a student's zip may unpack (:class:`grader.intake.zips.ZipLimits`).
+    """
+    if not inbox.is_dir():
+        raise GraderError(f"inbox {inbox} is not a folder; expected one folder or .zip per student")
+    known = {a: _grade_ids(CourseDir(root).source_notebook(a).read_bytes()) for a in (selected or assignments(root))}
+    report = CollectReport()
+    inbound = next((p for p in [inbox / "inbound", *inbox.glob("*/inbound")] if p.is_dir()), None)
+    if inbound is not None:
+        found, report.rejected = submissions(inbound, set(known), check_owner)
+        for sub in found:
+            upload = sub.folder.name
+            notebooks = _guarded(report, upload, partial(_read_folder, sub.folder, upload))
+            when = {sub.assignment: sub.when}
+            _import(root, sub.student, notebooks, {sub.assignment: known[sub.assignment]}, when, report, upload)
+        return report
+    uploads = _uploads(inbox, report, zip_limits)
+    clashes = collisions({where: student for where, (student, _) in uploads.items()})
+    for where, (student, read) in sorted(uploads.items()):
+        if where in clashes:
+            others = ", ".join(repr(o) for o in clashes[where])
+            report.rejected.append(Rejected(where, f"{where} names the same student as {others} (ids differing only "
+                                            "in spaces, unicode form or case); none of them was collected: keep "
+                                            "one upload per student and collect again"))
+            continue
+        _import(root, student, _guarded(report, where, read), known, {}, report, where)
+    return report
+
+
+def _uploads(inbox: Path, report: CollectReport, zip_limits: ZipLimits) -> dict[str, tuple[str, Callable]]:
+    """Inbox entry name -> (the student id it names, how to read it); odd entries are rejected."""
+    found = {}
+    for entry in sorted(os.scandir(inbox), key=lambda e: e.name):
+        if entry.name.startswith("."):
+            continue
+        path, where = Path(entry.path), entry.name
+        if entry.is_symlink():
+            report.rejected.append(Rejected(where, f"{where} {LINK_ADVICE}"))
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            raw, read = where, partial(_read_folder, path, where)
+        elif where.endswith(".zip") and entry.is_file(follow_symlinks=False):
+            raw, read = where[:-len(".zip")], partial(_read_zip, path, where, zip_limits)
+        else:
+            report.rejected.append(Rejected(where, f"{where} is neither a student folder nor a .zip"))
+            continue
+        try:
+            found[where] = (check_student_id(raw), read)
+        except GraderError as error:
+            report.rejected.append(Rejected(where, str(error)))
+    return found
+
+
+def _guarded(report: CollectReport, where: str, read) -> list[Notebook]:
+    """Run ``read`` (-> notebooks, refused); a failure refuses this upload only, never the class."""
+    try:
+        notebooks, refused = read()
+    except GraderError as error:
+        report.rejected.append(Rejected(where, f"{where} {error}"))
+        return []
+    except Exception as error:  # noqa: BLE001 - one strange upload must not stop collecting the others
+        report.rejected.append(Rejected(where, f"{where} could not be read ({type(error).__name__}: {error}); "
+                                        "ask for it again"))
+        return []
+    report.rejected += refused
+    return notebooks
+
+
+def _read_folder(folder: Path, where: str):
+    fd = open_folder(folder)
+    try:
+        return read_notebooks(fd, where)
+    finally:
+        os.close(fd)
+
+
+def _read_zip(archive: Path, where: str, limits: ZipLimits):
+    with os.fdopen(open_file(archive), "rb") as file:
+        return read_zip(file, where, limits)
+
+
+def _grade_ids(data: bytes) -> set[str]:
+    try:
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+    except Exception:
+        return set()
+    return {nbgrader_meta(c).get("grade_id") for c in nb.cells if nbgrader_meta(c).get("grade_id")}
+
+
+def _match(notebooks: list[Notebook], known: dict[str, set[str]], report: CollectReport) -> dict[str, Notebook]:
+    """Assignment -> notebook, by file name first, then by shared grade_ids for renamed files."""
+    found: dict[str, Notebook] = {}
+    unknown = []
+    for notebook in notebooks:
+        stem = Path(notebook.name).stem
+        if stem in known and stem not in found:
+            found[stem] = notebook
+        else:
+            unknown.append(notebook)
+    for notebook in unknown:
+        ids = _grade_ids(notebook.data)
+        candidates = [a for a, a_ids in known.items() if ids & a_ids and a not in found]
+        if len(candidates) == 1:
+            found[candidates[0]] = notebook
+        else:
+            report.rejected.append(Rejected(notebook.where, "not recognised as any assignment notebook "
+                                            f"(expected one of: {', '.join(sorted(known))}.ipynb)"))
+    return found
+
+
+def _import(root: Path, student: str, notebooks: list[Notebook], known: dict[str, set[str]],
+            when: dict[str, datetime], report: CollectReport, where: str) -> None:
+    """Store each matched notebook, dated by ``when``, else its timestamp.txt, else its mtime."""
+    now = datetime.now(timezone.utc)
+    for assignment, notebook in sorted(_match(notebooks, known, report).items()):
+        moment = when.get(assignment)
+        if moment is None and notebook.stamp is not None:
+            try:
+                moment = read_timestamp(notebook.stamp.decode("utf-8", "replace").strip(), now)
+            except GraderError as error:
+                report.rejected.append(Rejected(notebook.where, f"{notebook.name}: its {TIMESTAMP_FILE} {error}"))
+                continue
+        moment = moment or datetime.fromtimestamp(notebook.mtime, tz=timezone.utc)
+        _store(root, student, assignment, notebook, moment, report)
+
+
+def _store(root: Path, student: str, assignment: str, notebook: Notebook, when: datetime,
+           report: CollectReport) -> None:
+    """Write ``submitted/<student>/<assignment>/`` in a fresh folder, then swap it in: never half-written."""
+    parent = CourseDir(root).submission(student, assignment).parent
+    parent.mkdir(parents=True, exist_ok=True)
+    fresh = Path(tempfile.mkdtemp(prefix=f".{assignment}.incoming-", dir=parent))
+    (fresh / TIMESTAMP_FILE).write_text(timestamp_text(when), encoding="utf-8")
+    try:
+        nbformat.reads(notebook.data.decode("utf-8"), as_version=4)
+    except Exception as error:
+        reason = (f"{notebook.name} is not a readable notebook (damaged or not notebook JSON: "
+                  f"{type(error).__name__}); ask for it again, downloaded from JupyterLab "
+                  "(File > Download)")
+        report.rejected.append(Rejected(notebook.where, reason))
+        (fresh / REJECTED_FILE).write_text(json.dumps({f"{assignment}.ipynb": reason}), encoding="utf-8")
+    else:
+        (fresh / f"{assignment}.ipynb").write_bytes(notebook.data)
+    fresh.chmod(0o755)
+    target = parent / assignment
+    if target.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{assignment}.replaced-", dir=parent))
+        os.replace(target, old / assignment)
+        os.replace(fresh, target)
+        shutil.rmtree(old)
+    else:
+        os.replace(fresh, target)
+    report.imported.append(Imported(student, assignment, timestamp_text(when)))

@@ -1,0 +1,146 @@
+"""Feedback: one HTML page per student and notebook, through nbgrader's own ``generate_feedback``.
+
+The autograded notebook keeps the hidden tests (instructors see them in formgrader). Before it
+becomes feedback, :class:`HideHiddenTests` removes every hidden test region and replaces each graded
+test cell's outputs (tracebacks would quote hidden lines) by the verdict and its one-sentence reason.
+
+Every output was made by a kernel running the student's code, so a student can display
+``<script>``, an ``<img onerror=...>``, an image whose ``width`` metadata breaks out of its tag, SVG
+with a script, LaTeX with a ``javascript:`` link or a JavaScript output, which would run in the
+browser of whoever opens the page. :class:`SanitizeStudentHTML` rebuilds every output from
+:mod:`grader.engine.allowlist` (known MIME types, cleaned HTML, numeric image sizes, LaTeX as text; the
+rest dropped), also for autograded notebooks that stock nbgrader wrote, and cleans every markdown
+or raw cell that is not word for word the instructor's (instructor text is left as written: it may
+use HTML that a student may not, such as images). Both preprocessors are listed by
+:func:`feedback_preprocessors`, which ``nbgrader_config.py`` uses and :func:`feedback` imposes,
+whatever an older config file says.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+from nbconvert.preprocessors import Preprocessor
+from nbconvert.preprocessors.sanitize import SanitizeHTML
+from nbformat.v4 import new_output
+from traitlets import Bool
+
+from ..authoring.assembly import GraderError
+from ..authoring.coursedir import CourseDir
+from ..authoring.invocation import command
+from ..engine.allowlist import clean_html, markdown_html, safe_output
+from ..engine.course import HIDDEN_BEGIN, is_test, nbgrader_meta, strip_hidden
+from ..engine.execute import TestResult, verdict_line
+
+__all__ = ["HideHiddenTests", "SanitizeStudentHTML", "feedback_preprocessors", "feedback"]
+
+class HideHiddenTests(Preprocessor):
+    """Hide hidden tests and their tracebacks; show each test's verdict instead."""
+
+    enabled = Bool(True)  # nbconvert skips preprocessors that are not enabled
+
+    def preprocess(self, nb, resources):
+        verdicts = _verdicts(resources)
+        for cell in nb.cells:
+            if HIDDEN_BEGIN in cell.get("source", ""):
+                cell.source = strip_hidden(cell.source)
+            if is_test(cell):
+                test = verdicts.get(nbgrader_meta(cell).get("grade_id"))
+                text = verdict_line(TestResult(**test)) if test else "(no verdict recorded for this test)\n"
+                cell.outputs = [new_output("stream", name="stdout", text=text)]
+        return nb, resources
+
+
+class SanitizeStudentHTML(SanitizeHTML):
+    """Every output rebuilt from the allowlist; every text cell the instructor did not write cleaned.
+
+    Markdown is rendered before it is cleaned: a link ``[x](javascript:...)`` is plain text to an
+    HTML cleaner, and only becomes a link (which the cleaner then removes) once rendered.
+    """
+
+    enabled = Bool(True)
+
+    def preprocess(self, nb, resources):
+        self._trusted = _instructor_text(resources)
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type in ("markdown", "raw") and cell.source in self._trusted:
+            return cell, resources
+        cell.pop("attachments", None)  # a student's images would become data: URIs
+        if cell.cell_type == "markdown":
+            cell.source = self._markdown(cell.source)
+            return cell, resources
+        if cell.cell_type == "code" and type(cell.get("execution_count")) is not int:
+            cell.execution_count = None  # the page prints it as it is
+        return super().preprocess_cell(cell, resources, index)
+
+    def sanitize_code_outputs(self, outputs):
+        return [kept for kept in map(safe_output, outputs) if kept is not None]
+
+    def sanitize_html_tags(self, html_str):
+        return clean_html(html_str)
+
+    def _markdown(self, text: str) -> str:
+        return markdown_html(text)
+
+
+def feedback_preprocessors() -> list:
+    """What nbgrader's generate_feedback runs, in order: hide hidden tests, sanitize, grades, CSS."""
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from nbgrader.preprocessors import GetGrades
+
+    return [HideHiddenTests, SanitizeStudentHTML, GetGrades, CSSHTMLHeaderPreprocessor]
+
+
+def _course_root(resources) -> Path:
+    """The course directory: where nbgrader's gradebook lies."""
+    db_url = resources.get("nbgrader", {}).get("db_url", "")
+    return Path(db_url[len("sqlite:///"):]).parent if db_url.startswith("sqlite:///") else Path.cwd()
+
+
+def _instructor_text(resources) -> set[str]:
+    """The markdown and raw cells of the instructor's source notebook (none if it cannot be read)."""
+    info = resources.get("nbgrader", {})
+    path = CourseDir(_course_root(resources)).source(info.get("assignment", "")) / f"{info.get('notebook', '')}.ipynb"
+    try:
+        source = nbformat.read(str(path), as_version=4)
+    except Exception:  # noqa: BLE001 - unknown source: treat every cell as the student's
+        return set()
+    return {cell.source for cell in source.cells if cell.cell_type in ("markdown", "raw")}
+
+
+def _verdicts(resources) -> dict[str, dict]:
+    """grade_id -> verdict, from the autograde marker next to the autograded notebook."""
+    info = resources.get("nbgrader", {})
+    marker = CourseDir(_course_root(resources)).read_marker(info.get("student", ""), info.get("assignment", "")) or {}
+    try:
+        return {t["grade_id"]: t for t in marker["tests"]}
+    except (KeyError, TypeError):
+        return {}
+
+
+def feedback(root: Path, assignments: list[str] | None = None, students: list[str] | None = None) -> list[Path]:
+    """Generate feedback HTML for the graded submissions; return the files written."""
+    from traitlets.config import Config
+
+    from ..authoring.config import nbgrader_api
+    from .gradebook import outcomes
+
+    root = root.resolve()
+    imposed = Config()
+    imposed.GenerateFeedback.preprocessors = feedback_preprocessors()  # even if nbgrader_config.py is older
+    api = nbgrader_api(root, imposed)
+    done = outcomes(CourseDir(root), assignments, students)
+    if not done:
+        raise GraderError(f"nothing graded yet in {root}; run `{command('autograde')}` first")
+    written = []
+    pairs = sorted({(o.assignment, o.student if students else None) for o in done}, key=str)
+    for assignment, student in pairs:  # one nbgrader run per assignment unless students were chosen
+        result = api.generate_feedback(assignment, student, force=True)
+        if not result.get("success"):
+            raise GraderError(f"nbgrader could not write feedback for {assignment} ({student or 'all students'}):\n"
+                              + ((result.get("error") or "") + (result.get("log") or ""))[-2000:])
+    for outcome in done:
+        written += sorted(CourseDir(root).feedback(outcome.student, outcome.assignment).glob("*.html"))
+    return written

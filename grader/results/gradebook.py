@@ -1,0 +1,106 @@
+"""What a graded submission leaves behind, written by the main process only, in this order:
+the autograded notebook and its timestamp, the gradebook rows (one commit), then the marker.
+
+A batch killed at any moment therefore restarts cleanly: a submission without an up-to-date
+marker is graded again, and writing its rows again gives the same gradebook.
+"""
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..authoring.coursedir import TIMESTAMP_FILE, CourseDir
+from ..engine.references import sha256_of
+
+__all__ = ["Outcome", "save_result", "save_or_report", "outcomes"]
+
+
+@dataclass
+class Outcome:
+    student: str
+    assignment: str
+    score: float
+    max_score: float
+    tests: list[dict]       # TestResult fields, in notebook order
+    problems: list[str]     # what needs the instructor's attention
+    timestamp: str = ""
+    source_sha256: str = ""
+    references_sha256: str = ""  # the reference values it was compared with
+    seconds: float = 0.0    # how long grading took (the kernel's run, on whichever machine); 0: not measured
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def save_result(course: CourseDir, gb, student: str, assignment: str, result: dict, extra: list[str]) -> Outcome:
+    """Write the autograded notebook, the gradebook rows (one commit), then the marker.
+
+    result: what :func:`grader.running.jobs.run_grade_job` returns; extra: problems to list first."""
+    from nbgrader.api import MissingEntry
+    from sqlalchemy.exc import SAWarning
+
+    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's add_submission autoflush chatter
+
+    target = course.autograded(student, assignment)
+    target.mkdir(parents=True, exist_ok=True)
+    course.marker(student, assignment).unlink(missing_ok=True)
+    stamp = course.timestamp(student, assignment)
+    (target / f"{assignment}.ipynb").write_text(result["notebook"], encoding="utf-8")
+    (target / TIMESTAMP_FILE).write_text(stamp, encoding="utf-8")
+    problems = extra + result["problems"]
+    gb.update_or_create_student(student)
+    gb.update_or_create_submission(assignment, student, timestamp=stamp)
+    for test in result["tests"]:
+        try:
+            grade = gb.find_grade(test["grade_id"], assignment, assignment, student)
+        except MissingEntry:
+            problems.append(f"{test['grade_id']} is not in the gradebook; release {assignment} again")
+            continue
+        grade.auto_score = test["points"]
+        grade.needs_manual_grade = False
+    gb.db.commit()
+    references = course.references(assignment)
+    outcome = Outcome(student, assignment, sum(t["points"] for t in result["tests"]),
+                      sum(t["max_points"] for t in result["tests"]), result["tests"], problems, stamp,
+                      sha256_of(course.source_notebook(assignment)),
+                      sha256_of(references) if references.is_file() else "", float(result.get("seconds", 0.0)))
+    _write_atomic(course.marker(student, assignment), json.dumps(asdict(outcome), indent=1))  # ASCII: any text
+    return outcome
+
+
+def save_or_report(course: CourseDir, gb, student: str, assignment: str, result: dict, extra: list[str],
+                   failed: dict) -> Outcome | None:
+    """:func:`save_result`; when that fails, undo its gradebook changes and return an outcome that
+    says so (zero points, not saved: the next run grades the submission again). None when saved.
+
+    failed: a zero result for this assignment (every test an error): the tests of that outcome."""
+    try:
+        save_result(course, gb, student, assignment, result, extra)
+        return None
+    except Exception as error:  # noqa: BLE001 - one submission's failure must not stop the batch
+        gb.db.rollback()
+        why = f"its result could not be saved ({type(error).__name__}: {error}); run autograde again"
+        return Outcome(student, assignment, 0.0, sum(t["max_points"] for t in failed["tests"]), failed["tests"],
+                       extra + [why])
+
+
+FIELDS = frozenset(Outcome.__dataclass_fields__)
+
+
+def outcomes(course: CourseDir, names: list[str] | None = None, students: list[str] | None = None) -> list[Outcome]:
+    """The recorded outcome of every graded submission (from the markers)."""
+    found = []
+    for student in course.graded_students():
+        if students and student not in students:
+            continue
+        for assignment in names or course.graded_assignments(student):
+            marker = course.read_marker(student, assignment)
+            if marker:
+                found.append(Outcome(**{k: v for k, v in marker.items() if k in FIELDS}))
+    return found

@@ -1,0 +1,304 @@
+"""The autograde driver: grade pending submissions through a runner, record them as they arrive.
+
+Workers - local processes (``--workers N``) or a Dask cluster (``--scheduler``) - only execute
+jobs (:mod:`grader.running.jobs`) and hand results back. Only this process writes (:mod:`grader.results.gradebook`):
+the autograded notebook, the gradebook rows, and last the marker. So a batch killed at any moment
+(even SIGKILL) restarts by grading only the submissions without an up-to-date marker, re-running is
+idempotent, and ``force`` regrades everything.
+
+A worker process that dies (killed from outside, out of memory) takes with it every job of the pool;
+the pool is replaced and each of these jobs is graded again, alone. A job whose worker dies twice
+fails: a submission scores 0 with the reason, saved like any result (so the next run does not start
+with it again; ``--force --student`` grades it again), a reference run fails its assignment. The
+batch goes on with the other submissions.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..authoring.assembly import GraderError, release
+from ..authoring.coursedir import CourseDir
+from ..engine.references import References, sha256_of
+from ..engine.seal import course_key
+from ..results.gradebook import Outcome, outcomes as _outcomes, save_or_report
+from .jobs import Assignment, GradeJob, ReferenceJob, failed_result, run_grade_job, run_reference_job
+from .runner import WorkerLost, open_runner
+from .schedule import GradingQueue
+
+__all__ = ["ReferenceFailed", "NotGraded", "autograde", "outcomes"]
+
+
+class ReferenceFailed(GraderError):
+    """Some assignment's trusted solution failed its own tests; the rest of the batch was graded."""
+
+    def __init__(self, message: str, outcomes: list[Outcome]):
+        super().__init__(message)
+        self.outcomes = outcomes  # of every selected submission that is graded
+
+
+class NotGraded(ReferenceFailed):
+    """Some submissions could not be graded where they were sent (e.g. a worker without bubblewrap);
+    they stay pending, the rest of the batch was graded and saved."""
+
+
+def outcomes(root: Path, names: list[str] | None = None, students: list[str] | None = None) -> list[Outcome]:
+    """The recorded outcome of every graded submission (from the markers)."""
+    return _outcomes(CourseDir(Path(root)), names, students)
+
+
+def _reference_plan(course: CourseDir, names: list[str], key: bytes) -> tuple[list[str], dict[str, float]]:
+    """The assignments whose references file is missing, older than the source, or changed since the
+    grader sealed it (their solution must run again), and how long each up-to-date run took."""
+    stale, seconds = [], {}
+    for assignment in names:
+        try:
+            cached = References.load(course.references(assignment), key)
+        except (OSError, ValueError):
+            cached = None
+        if cached is not None and cached.source_sha256 == sha256_of(course.source_notebook(assignment)):
+            seconds[assignment] = cached.seconds
+        else:
+            stale.append(assignment)
+    return stale, seconds
+
+
+def _pending(course: CourseDir, names: list[str], students: list[str] | None, force: bool, stale: list[str],
+             scores: dict[tuple[str, str, str], float | None]):
+    """(student, assignment) pairs that have a submission and no up-to-date grade.
+
+    A grade is up to date when its marker names this submission's timestamp, the current source and
+    the current (sealed) reference values, and the gradebook holds the marker's points; a submission
+    of an assignment whose reference values must be computed again is graded again."""
+    todo = []
+    sources = {assignment: sha256_of(course.source_notebook(assignment)) for assignment in names}
+    references = {assignment: sha256_of(course.references(assignment)) for assignment in names
+                  if assignment not in stale}
+    for student in course.students():
+        if students and student not in students:
+            continue
+        for assignment in names:
+            if not course.submission(student, assignment).is_dir():
+                continue
+            marker = course.read_marker(student, assignment) or {}
+            current = (assignment not in stale and marker.get("timestamp") == course.timestamp(student, assignment)
+                       and marker.get("source_sha256") == sources[assignment]
+                       and marker.get("references_sha256") == references[assignment]
+                       and _in_gradebook(marker, scores))
+            if force or not current:
+                todo.append((student, assignment))
+    return todo
+
+
+def _in_gradebook(marker: dict, scores: dict[tuple[str, str, str], float | None]) -> bool:
+    """Whether the gradebook holds every test score the marker says was saved."""
+    try:
+        return all(scores.get((marker["student"], marker["assignment"], t["grade_id"])) == t["points"]
+                   for t in marker["tests"])
+    except (KeyError, TypeError):
+        return False
+
+
+def _gradebook_scores(gb) -> dict[tuple[str, str, str], float | None]:
+    """(student, assignment, grade_id) -> auto score, every grade in the gradebook."""
+    from nbgrader.api import Grade
+
+    return {(g.student.id, g.assignment.name, g.name): g.auto_score for g in gb.db.query(Grade).all()}
+
+
+def _require_submissions(course: CourseDir, students: list[str] | None) -> None:
+    """Refuse, saying what to run, when there is nothing (or nothing of ``students``) to grade."""
+    from ..authoring.invocation import command
+
+    present = set(course.students())
+    if not present:
+        raise GraderError(f"nothing collected in {course.root / 'submitted'}: run `{command('collect INBOX')}` "
+                          "first (INBOX holds one folder or zip per student, or is an nbgrader exchange)")
+    unknown = sorted(set(students or []) - present)
+    if unknown:
+        raise GraderError(f"no submission collected for {', '.join(map(repr, unknown))} in "
+                          f"{course.root / 'submitted'}; check the spelling, or collect their work first")
+
+
+def autograde(root: Path, *, assignments: list[str] | None = None, students: list[str] | None = None,
+              workers: int = 1, force: bool = False, limits=None, unsafe: bool = False,
+              progress: bool = False, scheduler: str | None = None) -> list[Outcome]:
+    """Grade every pending submission; return the outcomes of all selected submissions.
+
+    scheduler: the address of a Dask scheduler (``tcp://host:8786``) to grade on its workers
+    instead of ``workers`` local processes."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from ..authoring.config import load_config, load_limits, nbgrader_api
+    from ..engine.sandbox import SandboxUnavailable, sandbox_status
+
+    course = CourseDir(Path(root)).resolved()
+    names = assignments or course.assignments()
+    limits = limits or load_limits(course.root)
+    if not scheduler:  # a cluster's workers check for themselves, per submission
+        isolated, why = sandbox_status()
+        if not (isolated or unsafe):  # refuse early, with the reason, before any work
+            raise SandboxUnavailable(f"cannot isolate student code: {why}. To grade without isolation anyway "
+                                     "(only for code you trust), pass --unsafe.")
+    _require_submissions(course, students)
+    api = nbgrader_api(course.root)  # also puts alembic on PATH
+    db_url, course_id = api.coursedir.db_url, load_config(course.root).CourseDirectory.course_id
+    with Gradebook(db_url, course_id) as gb:
+        unreleased = []
+        for name in names:
+            try:
+                gb.find_assignment(name)
+            except MissingEntry:
+                unreleased.append(name)
+    if unreleased:
+        release(course.root, unreleased)
+    key = course_key(course.key)
+    stale, seconds = _reference_plan(course, names, key)
+    with Gradebook(db_url, course_id) as gb:
+        todo = _pending(course, names, students, force, stale, _gradebook_scores(gb))
+    batch = _Batch(course, limits, unsafe, progress, key)
+    if todo:
+        with open_runner(workers=workers, scheduler=scheduler) as runner, Gradebook(db_url, course_id) as gb:
+            batch.run(runner, gb, todo, [a for a in stale if any(a == t for _, t in todo)], seconds)
+    graded = _with_unsaved(_outcomes(course, names, students), batch.unsaved)
+    if batch.failed:
+        raise ReferenceFailed("; ".join(f"the reference run of {assignment} failed, so its submissions were not "
+                                        f"graded (the other assignments were): {why}"
+                                        for assignment, why in batch.failed.items()), graded)
+    if batch.refused:
+        raise NotGraded("not graded, left pending (run autograde again once fixed):\n" + "\n".join(
+            f"  {student} / {assignment}: {why}" for (student, assignment), why in batch.refused.items()), graded)
+    return graded
+
+
+def _with_unsaved(results: list[Outcome], unsaved: list[Outcome]) -> list[Outcome]:
+    """The saved outcomes, with those of this run's unsaved results in their place."""
+    lost = {(o.student, o.assignment) for o in unsaved}
+    return sorted([o for o in results if (o.student, o.assignment) not in lost] + unsaved,
+                  key=lambda o: (o.student, o.assignment))
+
+
+class _Batch:
+    """One batch: reference runs first, each assignment's submissions as soon as its own reference
+    is done (grader.running.schedule), every result saved the moment it arrives."""
+
+    def __init__(self, course: CourseDir, limits, unsafe: bool, progress: bool, key: bytes):
+        self.course, self.limits, self.unsafe, self.progress, self.key = course, limits, unsafe, progress, key
+        self.failed: dict[str, str] = {}                   # assignment -> why its reference failed
+        self.refused: dict[tuple[str, str], str] = {}      # (student, assignment) -> why not graded
+        self.trusted: dict[str, Assignment] = {}
+        self.unsaved: list[Outcome] = []                   # results that could not be saved
+        self.lost: set[tuple[str, ...]] = set()            # jobs whose worker died once already
+
+    def _assignment(self, name: str) -> Assignment:
+        if name not in self.trusted:
+            self.trusted[name] = Assignment.from_source(self.course.source_notebook(name))
+        return self.trusted[name]
+
+    def run(self, runner, gb, todo: list[tuple[str, str]], stale: list[str], seconds: dict[str, float]) -> None:
+        queue = GradingQueue(stale, todo, seconds)
+        running: dict = {}  # future -> job
+        alone: list[tuple[str, ...]] = []  # jobs lost with a dead worker: each is graded again by itself
+        bar = _progress(len(todo)) if self.progress else None
+        try:
+            while queue or running or alone:
+                if alone and not running:
+                    job = alone.pop(0)
+                    running[self._start(runner, job)] = job
+                while queue and not alone and len(running) < runner.slots():
+                    job = queue.next()
+                    running[self._start(runner, job)] = job
+                if not running:
+                    break  # nothing runs and nothing can start: only submissions of failed references
+                done = runner.wait_any(set(running))
+                lost = []
+                for future in sorted(done, key=lambda f: f.exception() is not None):  # results first
+                    job = running.pop(future)
+                    try:
+                        self._finish(runner, gb, queue, job, future, bar)
+                    except WorkerLost:
+                        lost.append(job)
+                if lost:  # the pool is broken: whatever still runs in it is lost as well
+                    for future, job in running.items():
+                        if future.done() and future.exception() is None:  # finished just in time
+                            self._finish(runner, gb, queue, job, future, bar)
+                        else:
+                            lost.append(job)
+                    running.clear()
+                    runner.replace()
+                    alone += [job for job in lost if not self._lost_twice(gb, queue, job, bar)]
+        finally:
+            if bar:
+                bar.close()
+
+    def _lost_twice(self, gb, queue: GradingQueue, job: tuple[str, ...], bar) -> bool:
+        """Record that ``job``'s worker died; the second time the job fails (True), with the reason."""
+        if job not in self.lost:
+            self.lost.add(job)
+            return False
+        why = ("the grading worker process died twice while running it, the second time alone (killed "
+               "from outside, or out of memory)")
+        if job[0] == "reference":
+            self.failed[job[1]] = why
+            queue.reference_failed(job[1])
+        else:
+            self._save(gb, job[1], job[2], failed_result(self._assignment(job[2]), f"grading failed: {why}"), bar)
+        return True
+
+    def _start(self, runner, job: tuple[str, ...]):
+        if job[0] == "reference":
+            return runner.submit(run_reference_job, ReferenceJob(self._assignment(job[1]), self.limits, self.unsafe))
+        _, student, assignment = job
+        notebook = self.course.submitted_notebook(student, assignment)
+        content = notebook.read_bytes() if notebook.is_file() else None
+        missing = "" if content is not None else " ".join(self.course.rejections(student, assignment))
+        references = References.load(self.course.references(assignment), self.key).to_dict()
+        return runner.submit(run_grade_job, GradeJob(self._assignment(assignment), content, references,
+                                                     self.limits, self.unsafe, missing))
+
+    def _finish(self, runner, gb, queue: GradingQueue, job: tuple[str, ...], future, bar) -> None:
+        from ..engine.sandbox import SandboxUnavailable
+
+        if job[0] == "reference":
+            try:
+                references = References.from_dict(runner.result(future))
+            except GraderError:
+                raise
+            except Exception as error:  # noqa: BLE001 - e.g. ReferenceRunError: say which, go on
+                self.failed[job[1]] = str(error)
+                queue.reference_failed(job[1])
+                return
+            path = self.course.references(job[1])
+            path.parent.mkdir(parents=True, exist_ok=True)
+            references.save(path, self.key)
+            queue.reference_done(job[1], references.seconds)
+            return
+        _, student, assignment = job
+        try:
+            result = runner.result(future)
+        except GraderError:
+            raise
+        except SandboxUnavailable as error:  # that worker cannot isolate: not a grade, leave it pending
+            self.refused[(student, assignment)] = str(error)
+            return
+        except Exception as error:  # noqa: BLE001 - the engine itself failed: zero, with the reason
+            result = failed_result(self._assignment(assignment), f"grading failed: {type(error).__name__}: {error}")
+        self._save(gb, student, assignment, result, bar)
+
+    def _save(self, gb, student: str, assignment: str, result: dict, bar) -> None:
+        has_notebook = self.course.submitted_notebook(student, assignment).exists()
+        lost = save_or_report(self.course, gb, student, assignment, result,
+                              self.course.rejections(student, assignment) if has_notebook else [],
+                              failed_result(self._assignment(assignment), ""))
+        if lost is not None:
+            self.unsaved.append(lost)
+        if bar:
+            bar.set_postfix_str(f"{student} / {assignment}", refresh=False)
+            bar.update()
+
+
+def _progress(total: int):
+    import sys
+
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="autograde", unit="submission", file=sys.stderr)

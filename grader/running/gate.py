@@ -1,0 +1,261 @@
+"""The course quality gate (``course-grader check``): is every graded test worth its points?
+
+For each source notebook:
+
+(a) graded with its own solutions, it scores full marks;
+(b) the released, unmodified student notebook scores zero on every test;
+(c) each graded test fails when only its own exercise is stubbed (no test passes vacuously);
+    the copy is cut after the exercise's last test cell, so later cells are not run;
+(d) the release holds no solution code and no hidden test text;
+(e) grade_ids are unique and the points add up to the header's ``Total points: N``;
+(f) every graded test cell follows the authoring rules (:mod:`grader.authoring.graded_cells`): its hidden part
+    records the student's results and compares nothing in the kernel; its visible part runs
+    without the grader. A line "who decides" (never failing) says how many points rest on values the
+    grader compares, how many also on facts it reads from the answer's source, how many on the
+    kernel's own word, and which visible parts hold kernel-side checks (advice, no points).
+
+The trusted reference run also fails when a graded test cell records no value. Grading runs
+through :mod:`grader.engine.execute`; the runs of all notebooks share one pool of ``workers`` processes.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from ..authoring.assembly import GraderError, build, release
+from ..authoring.graded_cells import graded_cell_problems, who_decides
+from ..engine import course as nbs
+from .jobs import Assignment, GradeJob, ReferenceJob, run_grade_job, run_reference_job
+from .runner import open_runner
+
+__all__ = ["Check", "GateReport", "leaks", "check_notebooks"]
+
+TRIVIAL = re.compile(r"^(#.*|(return|pass|break|continue|else:|try:|finally:)\s*\w*|[\W_]*)$")
+
+
+@dataclass
+class Check:
+    name: str      # "a", "b", "c:<grade_id>", "d", "e", "f", "reference"
+    ok: bool
+    detail: str
+
+
+@dataclass
+class GateReport:
+    notebook: Path
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def add(self, name: str, ok: bool, detail: str) -> None:
+        self.checks.append(Check(name, ok, detail))
+
+
+def _substantial(line: str) -> bool:
+    """Worth reporting when found in a release: not a comment, bracket, block header or bare ``return out``."""
+    text = line.strip()
+    return (len(text) >= 8 and not TRIVIAL.match(text) and not text.endswith(":")
+            and "NotImplementedError" not in text)
+
+
+def leaks(source: nbs.NotebookNode, released: nbs.NotebookNode) -> list[str]:
+    """Gate (d): solution lines, hidden-test-only lines or nbgrader markers found in the release.
+
+    A solution line counts wherever it appears (a hint that spells out the answer is a leak); a
+    hidden test line counts only if the visible part of the source does not have it too (hidden
+    tests often repeat a visible call on fresh inputs).
+    """
+    found = []
+    released_lines = {line.strip() for cell in released.cells for line in cell.source.splitlines()}
+    text = "\n".join(cell.source for cell in released.cells)
+    for marker in nbs.MARKERS:
+        if marker in text:
+            found.append(f"the marker {marker!r} is in the release")
+    visible = {line.strip() for cell in nbs.stub(source).cells
+               for line in nbs.strip_hidden(cell.source).splitlines()}
+    for line in dict.fromkeys(l.strip() for l in nbs.solution_lines(source) if _substantial(l)):
+        if line in released_lines:
+            found.append(f"solution line in the release: {line[:100]!r}")
+    for line in dict.fromkeys(l.strip() for l in nbs.hidden_test_lines(source) if _substantial(l)):
+        if line in released_lines and line not in visible:
+            found.append(f"hidden test line in the release: {line[:100]!r}")
+    for index, cell in enumerate(released.cells):
+        if cell.cell_type == "code" and cell.get("outputs"):
+            found.append(f"released cell {index} has outputs")
+    return found
+
+
+# -- jobs (run by grader.running.runner: local processes or a Dask cluster) ---------------------------
+
+def _grade_job(plan: "_Plan", source: nbs.NotebookNode, submission: nbs.NotebookNode, refs: dict,
+               limits, unsafe: bool, truncated: bool = False) -> GradeJob:
+    """A job grading ``submission`` against the variant ``source`` of the plan's notebook.
+
+    A truncated variant is a changed copy of the source: its hash differs from the reference run's
+    on purpose, and its stubbed test cells look up the references of the cells they copy."""
+    if truncated:
+        cells = dict(refs["cells"])
+        cells.update({nbs.STUBBED_PREFIX + gid: value for gid, value in refs["cells"].items()})
+        refs = dict(refs, cells=cells, source_sha256="")
+    trusted = plan.assignment if source is plan.source else \
+        Assignment(plan.assignment.name, nbformat.writes(source).encode("utf-8"), plan.assignment.support)
+    return GradeJob(trusted, nbformat.writes(submission).encode("utf-8"), refs, limits, unsafe)
+
+
+def _verdicts(result: dict) -> tuple[list[tuple], list[str]]:
+    """[(grade_id, points, max_points, status, reason)] and problems, from a grade job's result."""
+    tests = [(t["grade_id"], t["points"], t["max_points"], t["status"], t["reason"]) for t in result["tests"]]
+    return tests, list(result["problems"])
+
+
+# -- the gate ---------------------------------------------------------------------------------
+
+@dataclass
+class _Plan:
+    report: GateReport
+    source: nbs.NotebookNode | None
+    files: Path
+    assignment: Assignment | None = None
+    jobs: dict[str, object] = field(default_factory=dict)  # check name -> future
+
+
+def _structure_check(path: Path, report: GateReport) -> nbs.NotebookNode | None:
+    """Gate (e); returns the notebook, or None when it cannot be read."""
+    try:
+        source = nbs.read_notebook(path)
+    except Exception as error:
+        report.add("e", False, f"cannot read the notebook: {error}")
+        return None
+    problems = nbs.structure_problems(source)
+    report.add("e", not problems, "; ".join(problems) or
+               f"{len(nbs.exercises(source))} exercises, grade_ids unique, {nbs.test_points(source):g} points as announced")
+    rules = [problem for cell in source.cells if nbs.is_test(cell) for problem in graded_cell_problems(cell)]
+    report.add("f", not rules, "; ".join(rules) or "hidden parts record results and compare nothing; "
+               "visible parts run without the grader")
+    report.add("who decides", True, who_decides(source.cells))
+    return source
+
+
+def _release_check(path: Path, source: nbs.NotebookNode, files: Path, report: GateReport) -> None:
+    """Gate (d) on nbgrader's own release, saved as ``files/release.ipynb`` for (b)."""
+    try:
+        root = files / "nbgrader"
+        build(root, path)
+        released = nbs.read_notebook(release(root)[0])
+        nbs.write_notebook(released, files / "release.ipynb")
+    except Exception as error:
+        report.add("d", False, f"nbgrader could not generate the release: {error}")
+        return
+    found = leaks(source, released)
+    report.add("d", not found, "; ".join(found) or "no solution code or hidden test text in the release")
+
+
+def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe: bool = False,
+                    progress=None, thorough: bool = False, scheduler: str | None = None) -> list[GateReport]:
+    """Run the gate on every notebook; ``progress(msg)`` is called as checks finish.
+
+    (c) runs by default in one kernel per notebook (:func:`grader.engine.course.stubbed_walkthrough`);
+    ``thorough`` runs one kernel per exercise instead, each on a copy cut after that exercise.
+    Runs go to ``workers`` local processes, or to the Dask cluster at ``scheduler``.
+    """
+    from ..engine.sandbox import Limits
+
+    limits = limits or Limits()
+    say = progress or (lambda msg: None)
+    scratch = Path(tempfile.mkdtemp(prefix="course-gate-"))
+    plans: list[_Plan] = []
+    try:
+        for index, path in enumerate(paths):
+            report = GateReport(path)
+            files = scratch / f"{index}-{path.stem}"
+            files.mkdir()
+            plan = _Plan(report, _structure_check(path, report), files)
+            if plan.source is not None:
+                plan.assignment = Assignment.from_source(path)
+            plans.append(plan)
+        with open_runner(workers=workers, scheduler=scheduler) as runner:
+            refs = {id(p): runner.submit(run_reference_job, ReferenceJob(p.assignment, limits, unsafe))
+                    for p in plans if p.source is not None}
+            for plan in plans:  # nbgrader's release, here, while the reference runs work
+                if plan.source is not None:
+                    _release_check(plan.report.notebook, plan.source, plan.files, plan.report)
+            for plan in plans:
+                if plan.source is None:
+                    continue
+                try:
+                    references, error = runner.result(refs[id(plan)]), None
+                except GraderError:
+                    raise
+                except Exception as failure:  # noqa: BLE001 - ReferenceRunError, SandboxUnavailable, ...
+                    references, error = None, f"{type(failure).__name__}: {failure}"
+                plan.report.add("reference", error is None, error or "the solution runs and every test records a value")
+                say(f"{plan.report.notebook.name}: reference run {'ok' if error is None else 'FAILED'}")
+                if error is None:
+                    _submit_variants(runner, plan, references, limits, unsafe, thorough)
+            for plan in plans:
+                _collect_variants(runner, plan, say)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return [p.report for p in plans]
+
+
+def _submit_variants(runner, plan: _Plan, refs: dict, limits, unsafe: bool, thorough: bool) -> None:
+    def submit(source: nbs.NotebookNode, submission: nbs.NotebookNode, truncated: bool = False):
+        return runner.submit(run_grade_job, _grade_job(plan, source, submission, refs, limits, unsafe, truncated))
+
+    plan.jobs["a"] = submit(plan.source, plan.source)
+    if (plan.files / "release.ipynb").exists():
+        plan.jobs["b"] = submit(plan.source, nbs.read_notebook(plan.files / "release.ipynb"))
+    if not thorough:  # (c) in one kernel: each exercise stubbed in turn, then restored
+        walk = nbs.stubbed_walkthrough(plan.source)
+        plan.jobs["c"] = submit(walk, walk, truncated=True)
+        return
+    for exercise in nbs.exercises(plan.source):
+        cut = nbs.truncate(plan.source, exercise.last_cell)
+        plan.jobs[f"c:{exercise.name}"] = submit(cut, nbs.stub(cut, set(exercise.solution_ids)), truncated=True)
+
+
+def _collect_variants(runner, plan: _Plan, say) -> None:
+    exercises = {f"c:{e.name}": e for e in nbs.exercises(plan.source)} if plan.source is not None else {}
+    for name, job in plan.jobs.items():
+        try:
+            tests, problems = _verdicts(runner.result(job))
+        except GraderError:
+            raise
+        except Exception as error:
+            plan.report.add(name, False, f"grading crashed: {type(error).__name__}: {error}")
+            continue
+        by_id = {t[0]: t for t in tests}
+        if name == "a":
+            score, total = sum(t[1] for t in tests), sum(t[2] for t in tests)
+            lost = [f"{t[0]} {t[3]} ({t[4]})" for t in tests if t[1] < t[2]]
+            plan.report.add("a", not lost and total > 0,
+                            f"solution scores {score:g}/{total:g}" + ("; lost: " + "; ".join(lost) if lost else ""))
+        elif name == "b":
+            earned = [f"{t[0]} earns {t[1]:g}" for t in tests if t[1] > 0]
+            plan.report.add("b", not earned, "; ".join(earned) or f"release scores 0/{sum(t[2] for t in tests):g}")
+        elif name == "c":
+            for exercise in exercises.values():
+                _add_c(plan.report, exercise, {gid.removeprefix(nbs.STUBBED_PREFIX): t for gid, t in by_id.items()
+                                               if gid.startswith(nbs.STUBBED_PREFIX)})
+        else:
+            _add_c(plan.report, exercises[name], by_id)
+        say(f"{plan.report.notebook.name}: {name} {'ok' if plan.report.checks[-1].ok else 'FAILED'}")
+
+
+def _add_c(report: GateReport, exercise: nbs.Exercise, by_id: dict) -> None:
+    """Gate (c) for one exercise, from the verdicts of its tests with only that exercise stubbed."""
+    vacuous = [gid for gid in exercise.test_ids if gid in by_id and by_id[gid][1] > 0]
+    missing = [gid for gid in exercise.test_ids if gid not in by_id]
+    detail = (f"{', '.join(vacuous)} still earns points with {', '.join(exercise.solution_ids)} stubbed: "
+              "the test does not depend on the student's answer" if vacuous else
+              f"{', '.join(missing)} was not graded" if missing else
+              f"fails with {', '.join(exercise.solution_ids)} stubbed")
+    report.add(f"c:{exercise.name}", not vacuous and not missing, detail)

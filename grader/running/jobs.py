@@ -1,0 +1,148 @@
+"""Grading work as data: everything a worker needs travels inside the job.
+
+A job carries the trusted notebook's bytes and its support files, the submission's bytes, the
+reference values and the limits. The functions that run jobs write them into a fresh temporary
+folder, grade there with :mod:`grader.engine.execute`, and return plain data; so a job runs the same in a
+local worker process and on another machine (:mod:`grader.running.runner`), and a worker never sees the
+gradebook, the course directory or other students' work.
+
+    job = GradeJob(Assignment.from_source(path), submission_bytes, refs.to_dict(), Limits(), False)
+    result = run_grade_job(job)   # {"tests": [TestResult fields], "problems": [...], "notebook": str, "seconds": float}
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..engine.cgroups import set_kernel_slots
+from ..engine.cleanup import scratch_folder
+from ..engine.course import is_support_file
+from ..engine.sandbox import Limits
+
+__all__ = ["Assignment", "ReferenceJob", "GradeJob", "run_reference_job", "run_grade_job", "start_worker",
+           "share_cores", "die_with_parent", "failed_result"]
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """The trusted material of one assignment: its notebook and the files that ship with it."""
+
+    name: str                                   # the notebook's file name, "01_tensors.ipynb"
+    notebook: bytes
+    support: tuple[tuple[str, bytes], ...] = ()  # (file name, content), e.g. ("ddp_lenet.py", b"...")
+
+    @classmethod
+    def from_source(cls, path: Path) -> "Assignment":
+        """Read ``path`` and the support files beside it (:func:`grader.engine.course.is_support_file`)."""
+        path = Path(path)
+        support = tuple((p.name, p.read_bytes()) for p in sorted(path.parent.iterdir())
+                        if p != path and is_support_file(p))
+        return cls(path.name, path.read_bytes(), support)
+
+    def write(self, folder: Path) -> Path:
+        """Write the notebook and its support files into ``folder``; return the notebook's path."""
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, content in self.support:
+            (folder / Path(name).name).write_bytes(content)
+        notebook = folder / Path(self.name).name
+        notebook.write_bytes(self.notebook)
+        return notebook
+
+
+@dataclass(frozen=True)
+class ReferenceJob:
+    assignment: Assignment
+    limits: Limits
+    unsafe: bool
+
+
+@dataclass(frozen=True)
+class GradeJob:
+    assignment: Assignment
+    submission: bytes | None   # None: nothing to grade (``missing`` says why)
+    references: dict           # grader.engine.references.References.to_dict()
+    limits: Limits
+    unsafe: bool
+    missing: str = ""
+
+
+def run_reference_job(job: ReferenceJob) -> dict:
+    """Run the trusted solution; return its reference values (``References.to_dict()``)."""
+    from ..engine.execute import run_reference
+
+    with scratch_folder("reference-") as scratch:
+        source = job.assignment.write(Path(scratch) / "trusted")
+        return run_reference(source, workdir=Path(scratch) / "work", limits=job.limits,
+                             unsafe=job.unsafe).to_dict()
+
+
+def run_grade_job(job: GradeJob) -> dict:
+    """Grade one submission; return its tests (as dicts), problems and graded notebook (text)."""
+    import nbformat
+
+    from ..engine.execute import grade
+    from ..engine.references import References
+
+    with scratch_folder("submission-") as scratch:
+        source = job.assignment.write(Path(scratch) / "trusted")
+        submission = None
+        if job.submission is not None:
+            submission = Path(scratch) / "submitted" / Path(job.assignment.name).name
+            submission.parent.mkdir()
+            submission.write_bytes(job.submission)
+        started = time.monotonic()
+        result = grade(source, submission, References.from_dict(job.references), workdir=Path(scratch) / "work",
+                       limits=job.limits, unsafe=job.unsafe, missing=job.missing)
+        seconds = round(time.monotonic() - started, 2)
+    return {"tests": [asdict(t) for t in result.tests.values()], "problems": list(result.problems),
+            "notebook": nbformat.writes(result.notebook), "seconds": seconds}
+
+
+def failed_result(assignment: Assignment, why: str) -> dict:
+    """What :func:`run_grade_job` returns for a submission that could not be graded: every test 0, ``why``
+    as its problem."""
+    import nbformat
+
+    from ..engine.course import cell_points, is_test, nbgrader_meta
+
+    nb = nbformat.reads(assignment.notebook.decode("utf-8"), as_version=4)
+    tests = [{"grade_id": nbgrader_meta(c)["grade_id"], "max_points": cell_points(c),
+              "points": 0.0, "status": "error", "reason": "This submission could not be graded."}
+             for c in nb.cells if is_test(c)]
+    return {"tests": tests, "problems": [why], "notebook": nbformat.writes(nb)}
+
+
+def start_worker(workers: int, parent: int) -> None:
+    """Runs first in each local worker process: it ends with its parent, and shares the cores."""
+    die_with_parent(parent)
+    share_cores(workers)
+
+
+def die_with_parent(parent: int) -> None:
+    """Linux: the kernel sends this process SIGKILL when ``parent`` (its parent process) dies, even by
+    SIGKILL, so a killed batch leaves no worker running (its kernels end with it: bubblewrap's
+    --die-with-parent). Elsewhere nothing is done."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the call above took effect
+        os._exit(1)
+
+
+def share_cores(workers: int) -> None:
+    """Parallel kernels split the cores between them: left alone, each torch kernel would start one
+    thread per core, and N kernels on N cores would fight over them. Kernels inherit these variables
+    (see grader.engine.sandbox); an instructor's own setting wins. Each kernel's cgroup gets a CPU quota of
+    its share of the cores (grader.engine.cgroups)."""
+    set_kernel_slots(workers)
+    if workers > 1:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(name, str(max(1, cores // workers)))

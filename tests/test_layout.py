@@ -1,0 +1,88 @@
+"""The grader's layout: one package per pipeline stage, and imports that run one way.
+
+Each stage may import only the stages below it (``ALLOWED``); every stage may import ``record`` and
+``values``, the modules that run inside a student's kernel; no stage imports the ways in on top
+(``cli``, ``demo``, ``lab``, ``stock``). Imports are read with ``ast`` from the source, function-level
+ones included, so a late import cannot hide an arrow that points up.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import grader
+
+PACKAGE = Path(grader.__file__).parent
+KERNEL_SIDE = {"record", "values"}  # run inside the student's kernel; import nothing but each other
+ALLOWED = {  # stage -> the stages it may import (besides itself and KERNEL_SIDE)
+    "engine": set(),
+    "authoring": {"engine"},
+    "intake": {"authoring", "engine"},
+    "results": {"authoring", "engine"},
+    "running": {"results", "authoring", "engine"},
+}
+
+
+def grader_imports(path: Path) -> set[str]:
+    """The first component under ``grader`` of every module ``path`` imports ("engine", "record", ...)."""
+    own = path.relative_to(PACKAGE).parts[:-1]  # () for a top-level module, ("engine",) in a stage
+    return imports_in(path.read_text(encoding="utf-8"), own, path)
+
+
+def imports_in(source: str, own: tuple[str, ...], path: Path | str = "<source>") -> set[str]:
+    """:func:`grader_imports` of ``source``, a module of the package ``grader.<own...>``."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            dotted = [alias.name.split(".") for alias in node.names]
+            found |= {parts[1] for parts in dotted if parts[0] == "grader" and len(parts) > 1}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = list(own[: len(own) - (node.level - 1)]) if node.level - 1 <= len(own) else None
+                assert base is not None, f"{path}: a relative import above the grader package"
+            elif (node.module or "").split(".")[0] == "grader":
+                base = []
+                node = ast.ImportFrom(module=node.module.partition(".")[2] or None, names=node.names, level=1)
+            else:
+                continue
+            parts = base + (node.module.split(".") if node.module else [])
+            found |= {parts[0]} if parts else {alias.name for alias in node.names}
+    return found
+
+
+def modules_of(stage: str) -> list[Path]:
+    return sorted((PACKAGE / stage).glob("*.py"))
+
+
+def test_every_stage_is_a_package_that_says_what_it_does():
+    stages = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
+    assert stages == sorted(ALLOWED), f"stage packages {stages}; the layering rule knows {sorted(ALLOWED)}"
+    for stage in stages:
+        doc = ast.get_docstring(ast.parse((PACKAGE / stage / "__init__.py").read_text(encoding="utf-8")))
+        assert doc and "In:" in doc and "Out:" in doc, f"grader/{stage}/__init__.py should say what comes in and goes out"
+
+
+@pytest.mark.parametrize("stage", sorted(ALLOWED))
+def test_a_stage_imports_only_the_stages_below_it(stage):
+    allowed = ALLOWED[stage] | {stage} | KERNEL_SIDE
+    wrong = {f"{path.relative_to(PACKAGE.parent)} imports grader.{name}"
+             for path in modules_of(stage) for name in grader_imports(path) - allowed}
+    assert not wrong, (f"grader/{stage}/ may import only {sorted(allowed)}: " + "; ".join(sorted(wrong))
+                       + ". Move the shared code down a stage, or the importing module up.")
+
+
+def test_the_kernel_side_imports_nothing_else_of_the_grader():
+    for name in sorted(KERNEL_SIDE):
+        imported = grader_imports(PACKAGE / f"{name}.py") - KERNEL_SIDE
+        assert not imported, f"grader/{name}.py runs in the student's kernel; it imports {sorted(imported)}"
+
+
+def test_the_rule_reads_relative_and_absolute_imports():
+    """The checker itself: an upward import is seen however it is written, in an engine module."""
+    for source, expected in (("from ..cli import main", {"cli"}), ("from ..running.jobs import x", {"running"}),
+                             ("import grader.results.table", {"results"}), ("from grader import stock", {"stock"}),
+                             ("def f():\n    from .kernel import Kernel", {"engine"}),
+                             ("from .. import record", {"record"}), ("import os\nfrom nbgrader import api", set())):
+        assert imports_in(source, ("engine",)) == expected, source
