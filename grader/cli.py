@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from .authoring.assembly import DEFAULT_ROOT, GraderError
+from .authoring.assembly import DEFAULT_ROOT, GraderError, assignments
 from .authoring.coursedir import CourseDir
 
 __all__ = ["main"]
@@ -26,6 +26,21 @@ def _limits(args, course: bool = True):
     return Limits(cell_timeout_s=timeout) if timeout else Limits()
 
 
+def _named(args, names: list[str]) -> list[str] | None:
+    """The assignments named on the command line, None for all; GraderError naming the known ones."""
+    if not names:
+        return None
+    known = assignments(args.root)
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        from .authoring.invocation import command
+
+        raise GraderError(f"no assignment {', '.join(map(repr, unknown))} in {args.root}; its assignments are "
+                          f"{', '.join(known)} (a new notebook of the course folder is added by "
+                          f"`{command('build', args.root)}`)")
+    return list(dict.fromkeys(names))
+
+
 def cmd_build(args) -> int:
     from .authoring.assembly import build
 
@@ -39,7 +54,7 @@ def cmd_release(args) -> int:
 
     if args.build or not CourseDir(args.root).assignments():
         build(args.root, args.course)
-    for path in release(args.root, args.assignment or None):
+    for path in release(args.root, _named(args, args.assignment)):
         print(f"released {path}")
     return 0
 
@@ -47,13 +62,11 @@ def cmd_release(args) -> int:
 def cmd_collect(args) -> int:
     from .engine.outputs import printable
     from .intake.collect import collect
+    from .intake.summary import collect_lines
 
-    report = collect(args.root, args.inbox, args.assignment or None, check_owner=args.check_owner)
-    for item in report.imported:  # student ids and file names are the students' text: no escapes
-        print(printable(f"collected {item.student} / {item.assignment} ({item.timestamp})"))
-    for item in report.rejected:
-        print(printable(f"REJECTED {item.where}: {item.reason}"))
-    print(f"{len(report.imported)} submission(s) collected, {len(report.rejected)} file(s) rejected")
+    report = collect(args.root, args.inbox, _named(args, args.assignment), check_owner=args.check_owner)
+    for line in collect_lines(report, str(args.inbox)):  # student ids and file names are the students' text
+        print(printable(line))
     return 0
 
 
@@ -68,20 +81,25 @@ def cmd_autograde(args) -> int:
               "CPU seconds only, and kernels compete for this machine's CPU and memory "
               "(see grader/THREAT_MODEL.md, section 2)", file=sys.stderr)
     try:
-        outcomes = autograde(args.root, assignments=args.assignment or None, students=args.student or None,
+        outcomes = autograde(args.root, assignments=_named(args, args.names + args.assignment),
+                             students=args.student or None,
                              workers=args.workers, force=args.force, limits=_limits(args), unsafe=args.unsafe,
                              progress=not args.quiet, scheduler=args.scheduler)
     except ReferenceFailed as failure:  # show what was graded, then the error (and a failing exit status)
         print(grade_table(args.root, failure.outcomes, args.student or None))
         raise
     print(grade_table(args.root, outcomes, args.student or None))
+    if not outcomes.pending:
+        from .authoring.invocation import command
+
+        print(f"nothing new to grade; --force to regrade (`{command('autograde --force', args.root)}`)")
     return 0
 
 
 def cmd_feedback(args) -> int:
     from .results.feedback import feedback
 
-    for path in feedback(args.root, args.assignment or None, args.student or None):
+    for path in feedback(args.root, _named(args, args.names + args.assignment), args.student or None):
         print(f"feedback {path}")
     return 0
 
@@ -95,48 +113,9 @@ def cmd_export(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from .authoring.invocation import command
-    from .engine.execute import validate
+    from .student import cmd_validate as validate
 
-    if args.path.is_dir():
-        inside = sorted(p.name for p in args.path.glob("*.ipynb"))
-        example = f"{args.path / inside[0]}" if inside else f"{args.path}/NOTEBOOK.ipynb"
-        print(f"{args.path} is a folder; validate one notebook in it"
-              + (f" ({', '.join(inside)})" if inside else " (it holds no .ipynb file)")
-              + f": `{command('validate ' + _quoted(example))}`")
-        return 2
-    if not args.path.is_file():
-        print(f"{args.path} does not exist; pass the path of your notebook, e.g. "
-              f"`{command('validate build/student/01_tensors/01_tensors.ipynb')}`")
-        return 2
-    from .engine.cleanup import scratch_folder
-
-    failed = 0
-    with scratch_folder("validate-") as workdir:  # removed whatever the notebook left there
-        try:
-            results = validate(args.path, workdir=Path(workdir), limits=_limits(args, course=False))
-        except ValueError as error:
-            print(error)
-            return 2
-    for result in results:
-        ok = result.status == "passed"
-        failed += not ok
-        print(f"{'PASS' if ok else 'FAIL'}  {result.grade_id}: {result.reason}")
-    if not results:
-        print("no graded test cells found in this notebook: the locked test cells under each exercise "
-              "(they carry nbgrader's metadata) were deleted, or the answers were pasted into a new "
-              "notebook. Get a fresh copy of the released notebook, copy your answers into its "
-              "answer cells, and validate that copy.")
-        return 2
-    print(f"{len(results) - failed}/{len(results)} visible checks pass"
-          + ("" if not failed else "; fix the failing exercises and validate again"))
-    return 1 if failed else 0
-
-
-def _quoted(path: str) -> str:
-    import shlex
-
-    return shlex.quote(path)
+    return validate(args, _limits(args, course=False))
 
 
 def cmd_check(args) -> int:
@@ -187,7 +166,7 @@ def cmd_similarity(args) -> int:
     from .results.similarity_page import write_similarity_page
 
     try:
-        result = check_assignment(CourseDir(args.root), args.assignment)
+        result = check_assignment(CourseDir(args.root), _named(args, [args.assignment])[0])
     except FileNotFoundError as error:
         print(f"course-grader similarity: {error}", file=sys.stderr)
         return 2
@@ -207,13 +186,15 @@ def cmd_lab(args) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
+    root_help = f"the nbgrader course directory (default: {DEFAULT_ROOT}); before or after the command"
     top = argparse.ArgumentParser(prog="course-grader", description=__doc__)
-    top.add_argument("--root", type=Path, default=DEFAULT_ROOT,
-                     help=f"the nbgrader course directory (default: {DEFAULT_ROOT})")
+    top.add_argument("--root", type=Path, default=DEFAULT_ROOT, help=root_help)
+    after = argparse.ArgumentParser(add_help=False)  # `collect INBOX --root DIR` too; unset unless given
+    after.add_argument("--root", type=Path, default=argparse.SUPPRESS, help=root_help)
     sub = top.add_subparsers(dest="command", required=True)
 
     def command(name, func, help):
-        p = sub.add_parser(name, help=help, description=help)
+        p = sub.add_parser(name, help=help, description=help, parents=[after])
         p.set_defaults(func=func)
         return p
 
@@ -243,11 +224,13 @@ def parser() -> argparse.ArgumentParser:
                    help="exchange only: accept submission folders not owned by the student they name "
                         "(for an exchange copied without its owners)")
     p = command("autograde", cmd_autograde, "grade submissions (sandboxed, resumable, idempotent)")
+    p.add_argument("names", nargs="*", metavar="assignment", help="only these assignments (default: all)")
     p.add_argument("--assignment", action="append", default=[])
     p.add_argument("--student", action="append", default=[])
     p.add_argument("--force", action="store_true", help="regrade submissions already graded")
     grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)))
     p = command("feedback", cmd_feedback, "write HTML feedback per student (hidden tests not shown)")
+    p.add_argument("names", nargs="*", metavar="assignment", help="only these assignments (default: all)")
     p.add_argument("--assignment", action="append", default=[])
     p.add_argument("--student", action="append", default=[])
     p = command("export", cmd_export, "write grades as CSV (nbgrader's exporter columns)")
