@@ -24,7 +24,7 @@ from .authoring.coursedir import CourseDir
 from .authoring.invocation import command
 
 __all__ = ["STUDENT_DIR", "STUDENT_DISABLED", "student_copies", "student_config", "student_lab_config",
-           "student_lab_environment", "run_lab"]
+           "student_lab_environment", "student_banner", "run_lab"]
 
 STUDENT_DIR = Path("build/student")
 STUDENT_DISABLED = (  # JupyterLab plugins a student's lab does not load
@@ -86,6 +86,15 @@ def student_lab_environment(target: Path = STUDENT_DIR, environ: dict | None = N
     return env
 
 
+def student_banner(root: Path) -> str:
+    """What ``make lab`` prints: where the notebooks are, and a validate command that works as shown
+    from the folder ``make lab`` ran in (``.venv/bin`` is not on the student's PATH)."""
+    first = assignments(root)[0]
+    return (f"student lab on {STUDENT_DIR}/ (your copies of the released notebooks). To self-check a "
+            f"notebook, use its Validate button, or run, in this folder (where `make lab` ran), "
+            f"`{command(f'validate {STUDENT_DIR}/{first}/{first}.ipynb', module=True)}`")
+
+
 def run_lab(root: Path, *, instructor: bool = False, course: Path | None = None) -> int:
     jupyter = str(Path(sys.executable).parent / "jupyter")
     if instructor:
@@ -100,10 +109,7 @@ def run_lab(root: Path, *, instructor: bool = False, course: Path | None = None)
     else:
         for folder in student_copies(root, course):
             print(f"new copy of the released notebook in {folder}/")
-        first = assignments(root)[0]
-        print(f"student lab on {STUDENT_DIR}/ (your copies of the released notebooks). To self-check a "
-              f"notebook, use its Validate button, or run, in this folder (where `make lab` ran), "
-              f"`{command(f'validate {STUDENT_DIR}/{first}/{first}.ipynb', module=True)}`")
+        print(student_banner(root))
         student_config(root)
         env = student_lab_environment()
         os.chdir(STUDENT_DIR)  # nbgrader reads ./nbgrader_config.py
