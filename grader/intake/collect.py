@@ -175,7 +175,7 @@ def _match(notebooks: list[Notebook], known: dict[str, set[str]], report: Collec
             found[candidates[0]] = notebook
         else:
             report.rejected.append(Rejected(notebook.where, "not recognised as any assignment notebook "
-                                            f"(expected one of: {', '.join(sorted(known))}.ipynb)"))
+                                            f"(expected one of: {', '.join(f'{a}.ipynb' for a in sorted(known))})"))
     return found
 
 
