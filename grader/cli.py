@@ -92,7 +92,8 @@ def cmd_autograde(args) -> int:
     if not outcomes.pending:
         from .authoring.invocation import command
 
-        print(f"nothing new to grade; --force to regrade (`{command('autograde --force', args.root)}`)")
+        print(f"nothing new to grade; --force to regrade (`{command('autograde --force', args.root)}`)",
+              file=sys.stderr)  # a notice, like the warnings: stdout holds the table only
     return 0
 
 

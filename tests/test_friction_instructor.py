@@ -127,11 +127,11 @@ def test_autograde_again_says_nothing_new_and_lists_absentees_only_when_due(cour
     grader("--root", root, "collect", inbox)
     first = grader("--root", root, "autograde", "--workers", "2", "--quiet")
     assert first.returncode == 0, first.stdout + first.stderr
-    assert "nothing new to grade" not in first.stdout
+    assert "nothing new to grade" not in first.stdout + first.stderr
     again = grader("autograde", "--root", root, "--quiet")
     assert again.returncode == 0, again.stderr
-    assert "nothing new to grade; --force to regrade" in again.stdout, again.stdout
-    assert f"--root {shlex.quote(str(root))} autograde --force" in again.stdout, again.stdout
+    assert "nothing new to grade; --force to regrade" in again.stderr, again.stderr
+    assert f"--root {shlex.quote(str(root))} autograde --force" in again.stderr, again.stderr
     # no due date: one line for the assignment, none per absent student
     assert "nothing submitted" not in again.stdout, again.stdout
     assert f"{B}: 4 of 5 student(s) (no due date set" in again.stdout, again.stdout

@@ -77,3 +77,24 @@ def test_the_student_lab_hides_the_instructor_panel_and_the_news(tmp_path):
     assert "@jupyter/nbgrader:assignment-list" not in disabled and "validate" not in disabled, said
     assert not (Path.home() / ".jupyter" / "labconfig" / "page_config.json").exists() \
         or "create-assignment" not in (Path.home() / ".jupyter" / "labconfig" / "page_config.json").read_text()
+
+
+def test_the_running_student_lab_serves_those_plugins_as_disabled(tmp_path):
+    """The page config JupyterLab hands the browser (what decides which plugins load)."""
+    import json
+    import urllib.request
+
+    from browser_support import running_lab, student_environment
+    from grader.lab import student_lab_environment
+
+    folder = tmp_path / "build" / "student"
+    env = student_lab_environment(folder, student_environment())
+    argv = [str(Path(sys.executable).parent / "jupyter"), "lab", "--no-browser", "--ip=127.0.0.1",
+            f"--ServerApp.root_dir={folder}"] + (["--allow-root"] if os.geteuid() == 0 else [])
+    with running_lab(argv, folder, tmp_path / "lab.log", env=env) as server:
+        html = urllib.request.urlopen(f"{server.url}/lab?token={server.token}", timeout=30).read().decode()
+    data = re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', html, re.S)
+    disabled = json.loads(data.group(1))["disabledExtensions"]
+    for plugin in ("@jupyter/nbgrader:create-assignment", "@jupyterlab/apputils-extension:announcements"):
+        assert plugin in disabled, disabled
+    assert not any("assignment-list" in name or "validate" in name for name in disabled), disabled
