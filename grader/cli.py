@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .authoring.assembly import DEFAULT_ROOT, GraderError, assignments
 from .authoring.coursedir import CourseDir
+from .authoring.invocation import command
 
 __all__ = ["main"]
 
@@ -33,8 +34,6 @@ def _named(args, names: list[str]) -> list[str] | None:
     known = assignments(args.root)
     unknown = [name for name in names if name not in known]
     if unknown:
-        from .authoring.invocation import command
-
         raise GraderError(f"no assignment {', '.join(map(repr, unknown))} in {args.root}; its assignments are "
                           f"{', '.join(known)} (a new notebook of the course folder is added by "
                           f"`{command('build', args.root)}`)")
@@ -90,8 +89,6 @@ def cmd_autograde(args) -> int:
         raise
     print(grade_table(args.root, outcomes, args.student or None))
     if not outcomes.pending:
-        from .authoring.invocation import command
-
         print(f"nothing new to grade; --force to regrade (`{command('autograde --force', args.root)}`)",
               file=sys.stderr)  # a notice, like the warnings: stdout holds the table only
     return 0
@@ -194,7 +191,7 @@ def parser() -> argparse.ArgumentParser:
     after.add_argument("--root", type=Path, default=argparse.SUPPRESS, help=root_help)
     sub = top.add_subparsers(dest="command", required=True)
 
-    def command(name, func, help):
+    def subcommand(name, func, help):
         p = sub.add_parser(name, help=help, description=help, parents=[after])
         p.set_defaults(func=func)
         return p
@@ -212,47 +209,47 @@ def parser() -> argparse.ArgumentParser:
                            help="run the kernels on the workers of this Dask scheduler instead of --workers "
                                 "local processes (see README, 'Several machines')")
 
-    p = command("build", cmd_build, "assemble the nbgrader course directory from course/*.ipynb")
+    p = subcommand("build", cmd_build, "assemble the nbgrader course directory from course/*.ipynb")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
-    p = command("release", cmd_release, "generate the student versions (nbgrader generate_assignment)")
+    p = subcommand("release", cmd_release, "generate the student versions (nbgrader generate_assignment)")
     p.add_argument("assignment", nargs="*")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
     p.add_argument("--build", action="store_true", help="rebuild from the course notebooks first")
-    p = command("collect", cmd_collect, "import submissions: one folder or zip per student, or an nbgrader exchange")
+    p = subcommand("collect", cmd_collect, "import submissions: one folder or zip per student, or an nbgrader exchange")
     p.add_argument("inbox", type=Path)
     p.add_argument("--assignment", action="append", default=[])
     p.add_argument("--no-check-owner", dest="check_owner", action="store_false",
                    help="exchange only: accept submission folders not owned by the student they name "
                         "(for an exchange copied without its owners)")
-    p = command("autograde", cmd_autograde, "grade submissions (sandboxed, resumable, idempotent)")
+    p = subcommand("autograde", cmd_autograde, "grade submissions (sandboxed, resumable, idempotent)")
     p.add_argument("names", nargs="*", metavar="assignment", help="only these assignments (default: all)")
     p.add_argument("--assignment", action="append", default=[])
     p.add_argument("--student", action="append", default=[])
     p.add_argument("--force", action="store_true", help="regrade submissions already graded")
     grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)))
-    p = command("feedback", cmd_feedback, "write HTML feedback per student (hidden tests not shown)")
+    p = subcommand("feedback", cmd_feedback, "write HTML feedback per student (hidden tests not shown)")
     p.add_argument("names", nargs="*", metavar="assignment", help="only these assignments (default: all)")
     p.add_argument("--assignment", action="append", default=[])
     p.add_argument("--student", action="append", default=[])
-    p = command("export", cmd_export, "write grades as CSV (nbgrader's exporter columns)")
+    p = subcommand("export", cmd_export, "write grades as CSV (nbgrader's exporter columns)")
     p.add_argument("--to", type=Path, default=None, help="CSV path (default: ROOT/grades.csv)")
-    p = command("validate", cmd_validate, "student self-check: run the visible tests of one notebook")
+    p = subcommand("validate", cmd_validate, "student self-check: run the visible tests of one notebook")
     p.add_argument("path", type=Path)
     p.add_argument("--cell-timeout", type=float, default=None)
-    p = command("check", cmd_check, "course quality gate on source notebooks (default: course/)")
+    p = subcommand("check", cmd_check, "course quality gate on source notebooks (default: course/)")
     p.add_argument("paths", type=Path, nargs="*")
     p.add_argument("--thorough", action="store_true",
                    help="(c) with one kernel per exercise on a copy cut after it (default: one kernel per notebook)")
     grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)))
-    p = command("demo", cmd_demo, "build, release, grade the bundled example class, write feedback and CSV")
+    p = subcommand("demo", cmd_demo, "build, release, grade the bundled example class, write feedback and CSV")
     p.add_argument("--all", action="store_true", help="every notebook (default: the first two, a few minutes)")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
     grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)), cluster=False)
-    p = command("report", cmd_report, "the class report: HTML page and figures in ROOT/report/ (grades unchanged)")
+    p = subcommand("report", cmd_report, "the class report: HTML page and figures in ROOT/report/ (grades unchanged)")
     p.add_argument("--student", default=None, help="one student's progress across the course")
-    p = command("similarity", cmd_similarity, "pairs of students whose answers are too alike (grades unchanged)")
+    p = subcommand("similarity", cmd_similarity, "pairs of students whose answers are too alike (grades unchanged)")
     p.add_argument("assignment")
-    p = command("lab", cmd_lab, "JupyterLab on the released student notebooks (--instructor: sources + formgrader)")
+    p = subcommand("lab", cmd_lab, "JupyterLab on the released student notebooks (--instructor: sources + formgrader)")
     p.add_argument("--instructor", action="store_true")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
     return top
