@@ -154,3 +154,16 @@ def _set_due_date(root: Path, assignment: str, when: datetime) -> None:
 
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         gb.update_or_create_assignment(assignment, duedate=when.replace(tzinfo=None))
+
+
+def test_a_long_reason_is_cut_between_words_with_an_ellipsis(tmp_path):
+    from grader.results.gradebook import Outcome
+    from grader.results.table import grade_table
+
+    words = [f"word{i}" for i in range(200)]  # about 1,500 characters
+    failed = {"grade_id": "test_long", "status": "failed", "reason": " ".join(words), "points": 0}
+    table = grade_table(tmp_path, [Outcome("ann", A, 0, 6, [failed], [])])
+    line = next(line for line in table.splitlines() if "test_long" in line)
+    assert line.endswith(" ..."), line
+    shown = line.split("test_long: ")[1].removesuffix(" ...").split(" ")
+    assert 20 < len(shown) < len(words) and shown == words[:len(shown)], line

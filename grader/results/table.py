@@ -60,6 +60,14 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
     return "\n".join(map(printable, lines))  # student ids and reasons: no escape sequence reaches the terminal
 
 
+def _whole_words(text: str, limit: int = 400) -> str:
+    """``text``, or when longer than ``limit`` its words up to there and an ellipsis (never cut mid-word)."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
+    return f"{cut} ..."
+
+
 def _for_instructor(problem: str) -> str:
     """A problem as the instructor reads it: collect's refusal says whom to ask."""
     prefix = "at collect: "
@@ -83,7 +91,7 @@ def _failures(where: str, tests: list[dict]) -> list[str]:
     are counted on one line."""
     failed = [t for t in tests if t["status"] in ("failed", "error")]
     untouched = [t for t in failed if "NotImplementedError" in t["reason"]]
-    named = [f"{where}: {t['grade_id']}: {t['reason']}" for t in failed if t not in untouched]
+    named = [f"{where}: {t['grade_id']}: {_whole_words(t['reason'])}" for t in failed if t not in untouched]
     lines = named[:3] + ([f"{where}: and {len(named) - 3} more failed test(s), listed in the feedback"]
                          if len(named) > 3 else [])
     if untouched:
