@@ -7,8 +7,9 @@ import sys
 import time
 from pathlib import Path
 
-from .authoring.assembly import DEFAULT_ROOT, GraderError
+from .authoring.assembly import DEFAULT_ROOT, GraderError, assignments
 from .authoring.coursedir import CourseDir
+from .authoring.invocation import command
 
 __all__ = ["main"]
 
@@ -26,6 +27,19 @@ def _limits(args, course: bool = True):
     return Limits(cell_timeout_s=timeout) if timeout else Limits()
 
 
+def _named(args, names: list[str]) -> list[str] | None:
+    """The assignments named on the command line, None for all; GraderError naming the known ones."""
+    if not names:
+        return None
+    known = assignments(args.root)
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise GraderError(f"no assignment {', '.join(map(repr, unknown))} in {args.root}; its assignments are "
+                          f"{', '.join(known)} (a new notebook of the course folder is added by "
+                          f"`{command('build', args.root)}`)")
+    return list(dict.fromkeys(names))
+
+
 def cmd_build(args) -> int:
     from .authoring.assembly import build
 
@@ -39,7 +53,7 @@ def cmd_release(args) -> int:
 
     if args.build or not CourseDir(args.root).assignments():
         build(args.root, args.course)
-    for path in release(args.root, args.assignment or None):
+    for path in release(args.root, _named(args, args.assignment)):
         print(f"released {path}")
     return 0
 
@@ -47,13 +61,11 @@ def cmd_release(args) -> int:
 def cmd_collect(args) -> int:
     from .engine.outputs import printable
     from .intake.collect import collect
+    from .intake.summary import collect_lines
 
-    report = collect(args.root, args.inbox, args.assignment or None, check_owner=args.check_owner)
-    for item in report.imported:  # student ids and file names are the students' text: no escapes
-        print(printable(f"collected {item.student} / {item.assignment} ({item.timestamp})"))
-    for item in report.rejected:
-        print(printable(f"REJECTED {item.where}: {item.reason}"))
-    print(f"{len(report.imported)} submission(s) collected, {len(report.rejected)} file(s) rejected")
+    report = collect(args.root, args.inbox, _named(args, args.assignment), check_owner=args.check_owner)
+    for line in collect_lines(report, str(args.inbox)):  # student ids and file names are the students' text
+        print(printable(line))
     return 0
 
 
@@ -68,20 +80,24 @@ def cmd_autograde(args) -> int:
               "CPU seconds only, and kernels compete for this machine's CPU and memory "
               "(see grader/THREAT_MODEL.md, section 2)", file=sys.stderr)
     try:
-        outcomes = autograde(args.root, assignments=args.assignment or None, students=args.student or None,
+        outcomes = autograde(args.root, assignments=_named(args, args.names + args.assignment),
+                             students=args.student or None,
                              workers=args.workers, force=args.force, limits=_limits(args), unsafe=args.unsafe,
                              progress=not args.quiet, scheduler=args.scheduler)
     except ReferenceFailed as failure:  # show what was graded, then the error (and a failing exit status)
         print(grade_table(args.root, failure.outcomes, args.student or None))
         raise
     print(grade_table(args.root, outcomes, args.student or None))
+    if not outcomes.pending:
+        print(f"nothing new to grade; --force to regrade (`{command('autograde --force', args.root)}`)",
+              file=sys.stderr)  # a notice, like the warnings: stdout holds the table only
     return 0
 
 
 def cmd_feedback(args) -> int:
     from .results.feedback import feedback
 
-    for path in feedback(args.root, args.assignment or None, args.student or None):
+    for path in feedback(args.root, _named(args, args.names + args.assignment), args.student or None):
         print(f"feedback {path}")
     return 0
 
@@ -95,48 +111,9 @@ def cmd_export(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from .authoring.invocation import command
-    from .engine.execute import validate
+    from .student import cmd_validate as validate
 
-    if args.path.is_dir():
-        inside = sorted(p.name for p in args.path.glob("*.ipynb"))
-        example = f"{args.path / inside[0]}" if inside else f"{args.path}/NOTEBOOK.ipynb"
-        print(f"{args.path} is a folder; validate one notebook in it"
-              + (f" ({', '.join(inside)})" if inside else " (it holds no .ipynb file)")
-              + f": `{command('validate ' + _quoted(example))}`")
-        return 2
-    if not args.path.is_file():
-        print(f"{args.path} does not exist; pass the path of your notebook, e.g. "
-              f"`{command('validate build/student/01_tensors/01_tensors.ipynb')}`")
-        return 2
-    from .engine.cleanup import scratch_folder
-
-    failed = 0
-    with scratch_folder("validate-") as workdir:  # removed whatever the notebook left there
-        try:
-            results = validate(args.path, workdir=Path(workdir), limits=_limits(args, course=False))
-        except ValueError as error:
-            print(error)
-            return 2
-    for result in results:
-        ok = result.status == "passed"
-        failed += not ok
-        print(f"{'PASS' if ok else 'FAIL'}  {result.grade_id}: {result.reason}")
-    if not results:
-        print("no graded test cells found in this notebook: the locked test cells under each exercise "
-              "(they carry nbgrader's metadata) were deleted, or the answers were pasted into a new "
-              "notebook. Get a fresh copy of the released notebook, copy your answers into its "
-              "answer cells, and validate that copy.")
-        return 2
-    print(f"{len(results) - failed}/{len(results)} visible checks pass"
-          + ("" if not failed else "; fix the failing exercises and validate again"))
-    return 1 if failed else 0
-
-
-def _quoted(path: str) -> str:
-    import shlex
-
-    return shlex.quote(path)
+    return validate(args, _limits(args, course=False))
 
 
 def cmd_check(args) -> int:
@@ -187,7 +164,7 @@ def cmd_similarity(args) -> int:
     from .results.similarity_page import write_similarity_page
 
     try:
-        result = check_assignment(CourseDir(args.root), args.assignment)
+        result = check_assignment(CourseDir(args.root), _named(args, [args.assignment])[0])
     except FileNotFoundError as error:
         print(f"course-grader similarity: {error}", file=sys.stderr)
         return 2
@@ -207,13 +184,15 @@ def cmd_lab(args) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
+    root_help = f"the nbgrader course directory (default: {DEFAULT_ROOT}); before or after the command"
     top = argparse.ArgumentParser(prog="course-grader", description=__doc__)
-    top.add_argument("--root", type=Path, default=DEFAULT_ROOT,
-                     help=f"the nbgrader course directory (default: {DEFAULT_ROOT})")
+    top.add_argument("--root", type=Path, default=DEFAULT_ROOT, help=root_help)
+    after = argparse.ArgumentParser(add_help=False)  # `collect INBOX --root DIR` too; unset unless given
+    after.add_argument("--root", type=Path, default=argparse.SUPPRESS, help=root_help)
     sub = top.add_subparsers(dest="command", required=True)
 
-    def command(name, func, help):
-        p = sub.add_parser(name, help=help, description=help)
+    def subcommand(name, func, help):
+        p = sub.add_parser(name, help=help, description=help, parents=[after])
         p.set_defaults(func=func)
         return p
 
@@ -230,45 +209,47 @@ def parser() -> argparse.ArgumentParser:
                            help="run the kernels on the workers of this Dask scheduler instead of --workers "
                                 "local processes (see README, 'Several machines')")
 
-    p = command("build", cmd_build, "assemble the nbgrader course directory from course/*.ipynb")
+    p = subcommand("build", cmd_build, "assemble the nbgrader course directory from course/*.ipynb")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
-    p = command("release", cmd_release, "generate the student versions (nbgrader generate_assignment)")
+    p = subcommand("release", cmd_release, "generate the student versions (nbgrader generate_assignment)")
     p.add_argument("assignment", nargs="*")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
     p.add_argument("--build", action="store_true", help="rebuild from the course notebooks first")
-    p = command("collect", cmd_collect, "import submissions: one folder or zip per student, or an nbgrader exchange")
+    p = subcommand("collect", cmd_collect, "import submissions: one folder or zip per student, or an nbgrader exchange")
     p.add_argument("inbox", type=Path)
     p.add_argument("--assignment", action="append", default=[])
     p.add_argument("--no-check-owner", dest="check_owner", action="store_false",
                    help="exchange only: accept submission folders not owned by the student they name "
                         "(for an exchange copied without its owners)")
-    p = command("autograde", cmd_autograde, "grade submissions (sandboxed, resumable, idempotent)")
+    p = subcommand("autograde", cmd_autograde, "grade submissions (sandboxed, resumable, idempotent)")
+    p.add_argument("names", nargs="*", metavar="assignment", help="only these assignments (default: all)")
     p.add_argument("--assignment", action="append", default=[])
     p.add_argument("--student", action="append", default=[])
     p.add_argument("--force", action="store_true", help="regrade submissions already graded")
     grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)))
-    p = command("feedback", cmd_feedback, "write HTML feedback per student (hidden tests not shown)")
+    p = subcommand("feedback", cmd_feedback, "write HTML feedback per student (hidden tests not shown)")
+    p.add_argument("names", nargs="*", metavar="assignment", help="only these assignments (default: all)")
     p.add_argument("--assignment", action="append", default=[])
     p.add_argument("--student", action="append", default=[])
-    p = command("export", cmd_export, "write grades as CSV (nbgrader's exporter columns)")
+    p = subcommand("export", cmd_export, "write grades as CSV (nbgrader's exporter columns)")
     p.add_argument("--to", type=Path, default=None, help="CSV path (default: ROOT/grades.csv)")
-    p = command("validate", cmd_validate, "student self-check: run the visible tests of one notebook")
+    p = subcommand("validate", cmd_validate, "student self-check: run the visible tests of one notebook")
     p.add_argument("path", type=Path)
     p.add_argument("--cell-timeout", type=float, default=None)
-    p = command("check", cmd_check, "course quality gate on source notebooks (default: course/)")
+    p = subcommand("check", cmd_check, "course quality gate on source notebooks (default: course/)")
     p.add_argument("paths", type=Path, nargs="*")
     p.add_argument("--thorough", action="store_true",
                    help="(c) with one kernel per exercise on a copy cut after it (default: one kernel per notebook)")
     grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)))
-    p = command("demo", cmd_demo, "build, release, grade the bundled example class, write feedback and CSV")
+    p = subcommand("demo", cmd_demo, "build, release, grade the bundled example class, write feedback and CSV")
     p.add_argument("--all", action="store_true", help="every notebook (default: the first two, a few minutes)")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
     grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)), cluster=False)
-    p = command("report", cmd_report, "the class report: HTML page and figures in ROOT/report/ (grades unchanged)")
+    p = subcommand("report", cmd_report, "the class report: HTML page and figures in ROOT/report/ (grades unchanged)")
     p.add_argument("--student", default=None, help="one student's progress across the course")
-    p = command("similarity", cmd_similarity, "pairs of students whose answers are too alike (grades unchanged)")
+    p = subcommand("similarity", cmd_similarity, "pairs of students whose answers are too alike (grades unchanged)")
     p.add_argument("assignment")
-    p = command("lab", cmd_lab, "JupyterLab on the released student notebooks (--instructor: sources + formgrader)")
+    p = subcommand("lab", cmd_lab, "JupyterLab on the released student notebooks (--instructor: sources + formgrader)")
     p.add_argument("--instructor", action="store_true")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
     return top

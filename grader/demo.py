@@ -89,7 +89,7 @@ def run_demo(root: Path, *, workers: int = 2, unsafe: bool = False, limits=None,
     inbox = root / "inbox"
     notes = example_class(root, inbox, chosen)
     report = collect(root, inbox, chosen)
-    print(f"[{time.monotonic() - start:5.0f} s] collected {len(report.imported)} submissions from {inbox}/ "
+    print(f"[{time.monotonic() - start:5.0f} s] collected {len(report.accepted)} submissions from {inbox}/ "
           f"({len(report.rejected)} file(s) rejected)")
     for note in notes:
         print(f"        {note}")

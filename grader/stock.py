@@ -43,11 +43,11 @@ ERROR_NAME = "RecordedValueMismatch"
 OPT_IN = "COURSE_GRADER_ALLOW_UNSANDBOXED"  # =1: let stock `nbgrader autograde` run students' code
 
 
-def refusal(assignment: str = "ASSIGNMENT") -> str:
+def refusal(assignment: str = "ASSIGNMENT", root: Path | str | None = None) -> str:
     """What stock ``nbgrader autograde`` says when it refuses: the risk, the safe way, the opt-in."""
     return (f"nbgrader autograde refused: stock nbgrader runs every student's code unsandboxed, as you, "
             f"in this course directory, where a submission can rewrite every grade in gradebook.db and "
-            f"read the solutions in source/. Grade with `{command('autograde ' + assignment)}` instead "
+            f"read the solutions in source/. Grade with `{command('autograde ' + assignment, root)}` instead "
             f"(each kernel in a bubblewrap sandbox; same gradebook, same scores). To run stock nbgrader "
             f"anyway, on submissions you trust, set {OPT_IN}=1 in its environment or "
             f"c.GuardedExporter.allow_unsandboxed = True in nbgrader_config.py.")
@@ -68,9 +68,11 @@ class GuardedExporter(NotebookExporter):
         if not (self.allow_unsandboxed or os.environ.get(OPT_IN) == "1"):
             from nbgrader.converters.base import NbGraderException
 
-            assignment = getattr(getattr(self.parent, "coursedir", None), "assignment_id", "") or "ASSIGNMENT"
-            self.log.error(refusal(assignment))
-            raise NbGraderException(refusal(assignment))
+            coursedir = getattr(self.parent, "coursedir", None)
+            assignment = getattr(coursedir, "assignment_id", "") or "ASSIGNMENT"
+            said = refusal(assignment, getattr(coursedir, "root", None))
+            self.log.error(said)
+            raise NbGraderException(said)
 
 
 def autograde_preprocessors() -> list:
@@ -135,7 +137,7 @@ class CheckRecords(Preprocessor):
         if not sandbox_status()[0]:
             raise RuntimeError(f"no up-to-date reference values in {target} and bubblewrap is not "
                                "available to compute them: run "
-                               f"`{command('autograde ' + assignment)}` once on a grading machine (or apt-get install bubblewrap)")
+                               f"`{command('autograde ' + assignment, root)}` once on a grading machine (or apt-get install bubblewrap)")
         self.log.info("Running the solution of %s once for its reference values", assignment)
         target.parent.mkdir(parents=True, exist_ok=True)
         references = save_reference(source, target, limits=Limits())

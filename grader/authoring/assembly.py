@@ -18,12 +18,10 @@ from pathlib import Path
 from ..engine.course import is_support_file
 from .config import nbgrader_api, write_config
 from .coursedir import CourseDir
-from .invocation import command
+from .invocation import DEFAULT_ROOT, command
 
 __all__ = ["DEFAULT_ROOT", "GraderError", "course_folder", "course_notebooks", "check_root", "build", "release",
            "assignments", "support_files"]
-
-DEFAULT_ROOT = Path("build/course")
 
 
 class GraderError(Exception):
@@ -97,7 +95,7 @@ def assignments(root: Path) -> list[str]:
     """Assignment ids of a built course, in order; raises GraderError before `build`."""
     found = CourseDir(Path(root)).assignments()
     if not found:
-        raise GraderError(f"{root} is not a built course (no source notebooks); run `{command('build')}` first")
+        raise GraderError(f"{root} is not a built course (no source notebooks); run `{command('build', root)}` first")
     return found
 
 

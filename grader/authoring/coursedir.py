@@ -7,6 +7,7 @@
     ROOT/exchange/                                 nbgrader's exchange (release_assignment, submit)
     ROOT/references/<assignment>.json              what the solution recorded (grader.engine.references)
     ROOT/submitted/<student>/<assignment>/         a collected notebook, timestamp.txt, rejected.json
+    ROOT/replaced/<student>/<assignment>/<time>/   a submission that a later collect replaced
     ROOT/autograded/<student>/<assignment>/        the graded notebook, then the marker, written last
     ROOT/feedback/<student>/<assignment>/          HTML feedback
 
@@ -79,6 +80,10 @@ class CourseDir:
     # -- students' side ---------------------------------------------------------------------
     def submission(self, student: str, assignment: str) -> Path:
         return self.root / "submitted" / student / assignment
+
+    def replaced(self, student: str, assignment: str) -> Path:
+        """Where collect keeps the earlier submissions it replaced, one folder each, named by its timestamp."""
+        return self.root / "replaced" / student / assignment
 
     def submitted_notebook(self, student: str, assignment: str) -> Path:
         return self.submission(student, assignment) / f"{assignment}.ipynb"

@@ -35,8 +35,11 @@ from .uploads import (LINK_ADVICE, Notebook, Rejected, check_student_id, collisi
 from .zips import ZipLimits, read_zip
 
 __all__ = ["Imported", "Rejected", "CollectReport", "check_student_id", "collect", "REJECTED_FILE",
-           "TIMESTAMP_FILE", "timestamp_text"]
+           "TIMESTAMP_FILE", "timestamp_text", "INBOX_LAYOUT"]
 
+INBOX_LAYOUT = ("one entry per student: a folder INBOX/<student>/ with <assignment>.ipynb anywhere inside "
+                "(e.g. INBOX/ann/01_tensors.ipynb), or a zip INBOX/<student>.zip; or an nbgrader exchange "
+                "(INBOX/inbound/<student>+<assignment>+<timestamp>/, or INBOX/<course>/inbound/...)")
 
 
 @dataclass
@@ -44,12 +47,20 @@ class Imported:
     student: str
     assignment: str
     timestamp: str
+    where: str = ""      # the notebook in the inbox, as the instructor sees it
+    rejected: str = ""   # why it is unreadable: stored as a record of why (rejected.json), not graded
+    replaced: str = ""   # the earlier submission it replaced, moved to this path (under ROOT)
 
 
 @dataclass
 class CollectReport:
-    imported: list[Imported] = field(default_factory=list)
-    rejected: list[Rejected] = field(default_factory=list)
+    imported: list[Imported] = field(default_factory=list)   # stored: readable, or a record of why not (.rejected)
+    rejected: list[Rejected] = field(default_factory=list)   # every upload or file refused
+    unchanged: list[Imported] = field(default_factory=list)  # the same notebook as already collected
+
+    @property
+    def accepted(self) -> list[Imported]:
+        return [item for item in self.imported if not item.rejected]
 
 
 def collect(root: Path, inbox: Path, selected: list[str] | None = None, *, check_owner: bool = True,
@@ -62,7 +73,7 @@ def collect(root: Path, inbox: Path, selected: list[str] | None = None, *, check
     zip_limits: how large a student's zip may unpack (:class:`grader.intake.zips.ZipLimits`).
     """
     if not inbox.is_dir():
-        raise GraderError(f"inbox {inbox} is not a folder; expected one folder or .zip per student")
+        raise GraderError(f"inbox {inbox} is not a folder; expected {INBOX_LAYOUT}")
     known = {a: _grade_ids(CourseDir(root).source_notebook(a).read_bytes()) for a in (selected or assignments(root))}
     report = CollectReport()
     inbound = next((p for p in [inbox / "inbound", *inbox.glob("*/inbound")] if p.is_dir()), None)
@@ -164,7 +175,7 @@ def _match(notebooks: list[Notebook], known: dict[str, set[str]], report: Collec
             found[candidates[0]] = notebook
         else:
             report.rejected.append(Rejected(notebook.where, "not recognised as any assignment notebook "
-                                            f"(expected one of: {', '.join(sorted(known))}.ipynb)"))
+                                            f"(expected one of: {', '.join(f'{a}.ipynb' for a in sorted(known))})"))
     return found
 
 
@@ -181,6 +192,10 @@ def _import(root: Path, student: str, notebooks: list[Notebook], known: dict[str
                 report.rejected.append(Rejected(notebook.where, f"{notebook.name}: its {TIMESTAMP_FILE} {error}"))
                 continue
         moment = moment or datetime.fromtimestamp(notebook.mtime, tz=timezone.utc)
+        if _unchanged(root, student, assignment, notebook):  # keeps its first timestamp (and its grade)
+            report.unchanged.append(Imported(student, assignment, CourseDir(root).timestamp(student, assignment),
+                                             notebook.where))
+            continue
         _store(root, student, assignment, notebook, moment, report)
 
 
@@ -194,20 +209,46 @@ def _store(root: Path, student: str, assignment: str, notebook: Notebook, when: 
     try:
         nbformat.reads(notebook.data.decode("utf-8"), as_version=4)
     except Exception as error:
-        reason = (f"{notebook.name} is not a readable notebook (damaged or not notebook JSON: "
-                  f"{type(error).__name__}); ask for it again, downloaded from JupyterLab "
-                  "(File > Download)")
-        report.rejected.append(Rejected(notebook.where, reason))
-        (fresh / REJECTED_FILE).write_text(json.dumps({f"{assignment}.ipynb": reason}), encoding="utf-8")
+        rejected = (f"{notebook.name} is not a readable notebook (damaged or not notebook JSON: "
+                    f"{type(error).__name__}); it must be submitted again, downloaded from JupyterLab "
+                    "(File > Download)")
+        report.rejected.append(Rejected(notebook.where, rejected))  # refused; rejected.json tells autograde why
+        (fresh / REJECTED_FILE).write_text(json.dumps({f"{assignment}.ipynb": rejected}), encoding="utf-8")
     else:
+        rejected = ""
         (fresh / f"{assignment}.ipynb").write_bytes(notebook.data)
     fresh.chmod(0o755)
     target = parent / assignment
+    replaced = ""
     if target.exists():
+        kept = _keep_replaced(root, student, assignment) if (target / f"{assignment}.ipynb").exists() else None
         old = Path(tempfile.mkdtemp(prefix=f".{assignment}.replaced-", dir=parent))
         os.replace(target, old / assignment)
         os.replace(fresh, target)
+        if kept is not None:
+            os.replace(old / assignment, kept)
+            replaced = str(kept.relative_to(root))
         shutil.rmtree(old)
     else:
         os.replace(fresh, target)
-    report.imported.append(Imported(student, assignment, timestamp_text(when)))
+    report.imported.append(Imported(student, assignment, timestamp_text(when), notebook.where, rejected, replaced))
+
+
+def _unchanged(root: Path, student: str, assignment: str, notebook: Notebook) -> bool:
+    """Whether the collected notebook of ``student`` already holds exactly these bytes."""
+    try:
+        return CourseDir(root).submitted_notebook(student, assignment).read_bytes() == notebook.data
+    except OSError:
+        return False
+
+
+def _keep_replaced(root: Path, student: str, assignment: str) -> Path:
+    """A new path ``replaced/<student>/<assignment>/<its timestamp>`` for a submission about to be replaced."""
+    stamp = "".join(c if c.isalnum() or c in "-." else "-" for c in CourseDir(root).timestamp(student, assignment))
+    folder = CourseDir(root).replaced(student, assignment)
+    folder.mkdir(parents=True, exist_ok=True)
+    path, n = folder / stamp, 1
+    while path.exists():
+        n += 1
+        path = folder / f"{stamp}-{n}"
+    return path

@@ -133,7 +133,7 @@ def feedback(root: Path, assignments: list[str] | None = None, students: list[st
     api = nbgrader_api(root, imposed)
     done = outcomes(CourseDir(root), assignments, students)
     if not done:
-        raise GraderError(f"nothing graded yet in {root}; run `{command('autograde')}` first")
+        raise GraderError(f"nothing graded yet in {root}; run `{command('autograde', root)}` first")
     written = []
     pairs = sorted({(o.assignment, o.student if students else None) for o in done}, key=str)
     for assignment, student in pairs:  # one nbgrader run per assignment unless students were chosen

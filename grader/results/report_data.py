@@ -142,8 +142,10 @@ def load_class(course: CourseDir) -> ClassData:
     from nbgrader.api import Gradebook
 
     if not course.gradebook.is_file():
+        from ..authoring.invocation import command
+
         raise FileNotFoundError(f"{course.gradebook} does not exist: this folder was never released and "
-                                "graded; run `course-grader release`, `collect` and `autograde` first")
+                                f"graded; run `{command('release', course.root)}`, `collect` and `autograde` first")
     with Gradebook(f"sqlite:///{course.gradebook}") as gb:
         students = {s.id for s in gb.students} | set(course.students())
         found = []

@@ -1,7 +1,13 @@
-"""The grade table autograde prints: student x assignment scores, then what needs attention and
-each submission's failed tests (the reasons themselves are in each student's feedback)."""
+"""The grade table autograde prints: student x assignment scores, then what needs attention, who
+has not submitted, and each submission's failed tests with their reasons in full.
+
+A missing submission is a problem only once its assignment is due: past the gradebook's due date
+each absent student gets a "nothing submitted" line under "needs attention"; before it, or when
+the assignment has no due date, one line per assignment counts the students who have not
+submitted (a class of 200 does not get 200 lines for homework not yet due)."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 
 from ..authoring.coursedir import CourseDir
@@ -22,7 +28,8 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
     by = {(o.student, o.assignment): o for o in results}
     width = max([len("student"), *(len(printable(s)) for s in rows)])
     lines = ["student".ljust(width) + "".join(f"  {n:>14}" for n in names)]
-    attention, failures = [], []
+    attention, failures, absent = [], [], {name: 0 for name in names}
+    due, now = due_dates(course), datetime.now(timezone.utc)
     for student in rows:
         cells = []
         for name in names:
@@ -30,26 +37,63 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
             cells.append(f"  {f'{o.score:g}/{o.max_score:g}' if o else '-':>14}")
             where = f"{student} / {name}"
             if o is None:
-                attention.append(f"{where}: nothing submitted")
+                if name in due and due[name] <= now:
+                    attention.append(f"{where}: nothing submitted (due {due[name]:%Y-%m-%d %H:%M} UTC)")
+                else:
+                    absent[name] += 1
                 continue
             reasons = list(o.problems) + [f"{t['grade_id']}: {t['status']} - {t['reason']}" for t in o.tests
                                           if t["status"] in ATTENTION and t["status"] != "missing"]
-            attention += [f"{where}: {r}" for r in dict.fromkeys(reasons)]
+            attention += [f"{where}: {_for_instructor(r)}" for r in dict.fromkeys(reasons)]
             failures += _failures(where, o.tests)
         lines.append(printable(student).ljust(width) + "".join(cells))
     if attention:
         lines += ["", "needs attention:"] + [f"  {line}" for line in attention]
+    waiting = [f"{name}: {n} of {len(rows)} student(s) "
+               + (f"(due {due[name]:%Y-%m-%d %H:%M} UTC)" if name in due else "(no due date set in the gradebook)")
+               for name, n in absent.items() if n]
+    if waiting:
+        lines += ["", "not submitted yet:"] + [f"  {line}" for line in waiting]
     if failures:
-        lines += ["", "failed tests (reasons are in each student's feedback):"] + [f"  {line}" for line in failures]
+        lines += ["", "failed tests (the reason as the student reads it in their feedback):"] \
+            + [f"  {line}" for line in failures]
     return "\n".join(map(printable, lines))  # student ids and reasons: no escape sequence reaches the terminal
 
 
+def _whole_words(text: str, limit: int = 400) -> str:
+    """``text``, or when longer than ``limit`` its words up to there and an ellipsis (never cut mid-word)."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
+    return f"{cut} ..."
+
+
+def _for_instructor(problem: str) -> str:
+    """A problem as the instructor reads it: collect's refusal says whom to ask."""
+    prefix = "at collect: "
+    return f"rejected at collect, ask the student to re-submit: {problem[len(prefix):]}" \
+        if problem.startswith(prefix) else problem
+
+
+def due_dates(course: CourseDir) -> dict[str, datetime]:
+    """Assignment -> its due date in the gradebook (UTC); those without one are left out."""
+    if not course.gradebook.is_file():
+        return {}
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course.gradebook}") as gb:
+        return {a.name: (a.duedate.replace(tzinfo=timezone.utc) if a.duedate.tzinfo is None
+                         else a.duedate.astimezone(timezone.utc)) for a in gb.assignments if a.duedate}
+
+
 def _failures(where: str, tests: list[dict]) -> list[str]:
-    """One line per submission: stubs left as released are counted, other failures named."""
+    """Up to 3 lines per submission, each failed test with its whole reason; stubs left as released
+    are counted on one line."""
     failed = [t for t in tests if t["status"] in ("failed", "error")]
     untouched = [t for t in failed if "NotImplementedError" in t["reason"]]
-    named = [f"{t['grade_id']} ({t['reason'][:90]})" for t in failed if t not in untouched]
-    parts = named[:3] + ([f"{len(named) - 3} more"] if len(named) > 3 else [])
+    named = [f"{where}: {t['grade_id']}: {_whole_words(t['reason'])}" for t in failed if t not in untouched]
+    lines = named[:3] + ([f"{where}: and {len(named) - 3} more failed test(s), listed in the feedback"]
+                         if len(named) > 3 else [])
     if untouched:
-        parts.append(f"{len(untouched)} not attempted")
-    return [f"{where}: " + "; ".join(parts)] if parts else []
+        lines.append(f"{where}: {len(untouched)} test(s) of exercises not attempted (left as released)")
+    return lines

@@ -25,7 +25,16 @@ from .jobs import Assignment, GradeJob, ReferenceJob, failed_result, run_grade_j
 from .runner import WorkerLost, open_runner
 from .schedule import GradingQueue
 
-__all__ = ["ReferenceFailed", "NotGraded", "autograde", "outcomes"]
+__all__ = ["ReferenceFailed", "NotGraded", "Outcomes", "autograde", "outcomes"]
+
+
+class Outcomes(list):
+    """The outcomes of the selected submissions (a list of Outcome); ``pending``: how many of them
+    this run found to grade (0: nothing new, everything was graded before)."""
+
+    def __init__(self, items=(), pending: int = 0):
+        super().__init__(items)
+        self.pending = pending
 
 
 class ReferenceFailed(GraderError):
@@ -111,7 +120,7 @@ def _require_submissions(course: CourseDir, students: list[str] | None) -> None:
 
     present = set(course.students())
     if not present:
-        raise GraderError(f"nothing collected in {course.root / 'submitted'}: run `{command('collect INBOX')}` "
+        raise GraderError(f"nothing collected in {course.root / 'submitted'}: run `{command('collect INBOX', course.root)}` "
                           "first (INBOX holds one folder or zip per student, or is an nbgrader exchange)")
     unknown = sorted(set(students or []) - present)
     if unknown:
@@ -121,8 +130,9 @@ def _require_submissions(course: CourseDir, students: list[str] | None) -> None:
 
 def autograde(root: Path, *, assignments: list[str] | None = None, students: list[str] | None = None,
               workers: int = 1, force: bool = False, limits=None, unsafe: bool = False,
-              progress: bool = False, scheduler: str | None = None) -> list[Outcome]:
-    """Grade every pending submission; return the outcomes of all selected submissions.
+              progress: bool = False, scheduler: str | None = None) -> Outcomes:
+    """Grade every pending submission; return the outcomes of all selected submissions
+    (``.pending``: how many were graded or tried in this run).
 
     scheduler: the address of a Dask scheduler (``tcp://host:8786``) to grade on its workers
     instead of ``workers`` local processes."""
@@ -159,7 +169,7 @@ def autograde(root: Path, *, assignments: list[str] | None = None, students: lis
     if todo:
         with open_runner(workers=workers, scheduler=scheduler) as runner, Gradebook(db_url, course_id) as gb:
             batch.run(runner, gb, todo, [a for a in stale if any(a == t for _, t in todo)], seconds)
-    graded = _with_unsaved(_outcomes(course, names, students), batch.unsaved)
+    graded = Outcomes(_with_unsaved(_outcomes(course, names, students), batch.unsaved), pending=len(todo))
     if batch.failed:
         raise ReferenceFailed("; ".join(f"the reference run of {assignment} failed, so its submissions were not "
                                         f"graded (the other assignments were): {why}"

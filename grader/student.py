@@ -1,0 +1,82 @@
+"""``course-grader validate``: the student's self-check, and its messages in the student's words.
+
+A student meets three problems before any test runs, each answered with what to do:
+the path does not exist (often: ``make lab`` has not made the copies in ``build/student/`` yet),
+the path is a folder, or the notebook cannot be read (damaged, e.g. edited in a text editor: the
+message says how to get a previous version back).
+"""
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from .authoring.invocation import command
+from .lab import STUDENT_DIR
+
+__all__ = ["cmd_validate", "missing_notebook", "unreadable_notebook"]
+
+EXAMPLE = f"{STUDENT_DIR}/01_tensors/01_tensors.ipynb"
+
+
+def _validate(path: Path | str) -> str:
+    return command(f"validate {shlex.quote(str(path))}", module=True)
+
+
+def missing_notebook(path: Path) -> str:
+    """What to say when ``path`` does not exist."""
+    inside = path.resolve().is_relative_to(STUDENT_DIR.resolve())
+    if inside and not STUDENT_DIR.joinpath(*path.resolve().relative_to(STUDENT_DIR.resolve()).parts[:1]).exists():
+        return (f"{path} does not exist yet: your copies of the released notebooks are made by `make lab` "
+                f"(in {STUDENT_DIR}/<assignment>/<assignment>.ipynb). Run `make lab` first, work in the notebook "
+                f"it opens, then run `{_validate(path)}` again")
+    return f"{path} does not exist; pass the path of your notebook, e.g. `{_validate(EXAMPLE)}`"
+
+
+def unreadable_notebook(path: Path, why: str) -> str:
+    """What to say when ``path`` is not a readable notebook (``why``: the reader's reason)."""
+    why = why.removeprefix("cannot validate: ").replace("the submitted notebook", "your notebook") \
+        .replace("the submitted file", "your file")
+    checkpoint = path.parent / ".ipynb_checkpoints" / f"{path.stem}-checkpoint{path.suffix}"
+    back = (f"JupyterLab kept the version of your last save (its checkpoint): `cp {shlex.quote(str(checkpoint))} "
+            f"{shlex.quote(str(path))}` puts it back (in JupyterLab: File > Revert Notebook to Checkpoint)"
+            if checkpoint.is_file() else "if JupyterLab still opens it, File > Revert Notebook to Checkpoint")
+    return (f"cannot validate {path}: {why}. To get a previous version back: {back}; or start again from the "
+            f"released notebook (with `make lab`: rename the folder {STUDENT_DIR}/{path.parent.name}/, run "
+            f"`make lab` again, which copies the release there, and paste your answers into the new copy)")
+
+
+def cmd_validate(args, limits) -> int:
+    """Run the visible tests of ``args.path``; 0 all pass, 1 some fail, 2 nothing could run."""
+    from .engine.cleanup import scratch_folder
+    from .engine.execute import validate
+
+    if args.path.is_dir():
+        inside = sorted(p.name for p in args.path.glob("*.ipynb"))
+        example = f"{args.path / inside[0]}" if inside else f"{args.path}/NOTEBOOK.ipynb"
+        print(f"{args.path} is a folder; validate one notebook in it"
+              + (f" ({', '.join(inside)})" if inside else " (it holds no .ipynb file)")
+              + f": `{_validate(example)}`")
+        return 2
+    if not args.path.is_file():
+        print(missing_notebook(args.path))
+        return 2
+    failed = 0
+    with scratch_folder("validate-") as workdir:  # removed whatever the notebook left there
+        try:
+            results = validate(args.path, workdir=Path(workdir), limits=limits)
+        except ValueError as error:
+            print(unreadable_notebook(args.path, str(error)))
+            return 2
+    for result in results:
+        ok = result.status == "passed"
+        failed += not ok
+        print(f"{'PASS' if ok else 'FAIL'}  {result.grade_id}: {result.reason}")
+    if not results:
+        print("no graded test cells found in this notebook: the locked test cells under each exercise "
+              "(they carry nbgrader's metadata) were deleted, or the answers were pasted into a new "
+              "notebook. Get a fresh copy of the released notebook, copy your answers into its "
+              "answer cells, and validate that copy.")
+        return 2
+    print(f"{len(results) - failed}/{len(results)} visible checks pass"
+          + ("" if not failed else "; fix the failing exercises and validate again"))
+    return 1 if failed else 0

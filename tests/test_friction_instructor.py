@@ -1,0 +1,169 @@
+"""The friction a new instructor met (issue 21, part 4), through the real command line.
+
+Each test runs ``python -m grader`` in a subprocess on the fixture course, as a user types it:
+``--root`` before or after the command and named in every suggested command; an unknown
+assignment is one line and exit status 2; collect's lines, counts and re-collects; autograde with
+nothing new; absent submissions listed only once due; failure reasons whole.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from classroom import A, FIXTURE, class_of, write_inbox
+from grader.authoring.assembly import build, release
+from grader.engine import course as nbs
+
+REPO = Path(__file__).resolve().parents[1]
+B = "02_again"  # a second assignment (the fixture under another name) that only ann submitted
+
+
+def grader(*args, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-m", "grader", *map(str, args)], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """Two assignments released; the class's inbox for the first (fay's upload is damaged), ann's for both."""
+    base = tmp_path_factory.mktemp("friction")
+    folder = base / "sources"
+    folder.mkdir()
+    shutil.copyfile(FIXTURE, folder / FIXTURE.name)
+    shutil.copyfile(FIXTURE, folder / f"{B}.ipynb")
+    root = base / "course"
+    build(root, folder)
+    release(root)
+    inbox = write_inbox(base / "inbox", class_of(root))
+    shutil.copyfile(FIXTURE, inbox / "ann" / f"{B}.ipynb")
+    (inbox / "fay").mkdir()
+    (inbox / "fay" / f"{A}.ipynb").write_text('{"cells": [', encoding="utf-8")
+    (inbox / "fay" / "notes.ipynb").write_text("{}", encoding="utf-8")
+    return root, inbox
+
+
+def test_root_is_accepted_after_the_command_and_named_in_the_hint(tmp_path):
+    root = tmp_path / "my course"
+    build(root, FIXTURE.parent)
+    done = grader("autograde", "--unsafe", "--quiet", "--root", root)  # after the command
+    assert done.returncode == 2, done.stderr
+    assert "nothing collected" in done.stderr, done.stderr
+    hint = done.stderr.split("`")[1]
+    assert f"--root {shlex.quote(str(root))}" in hint and hint.endswith(" collect INBOX"), hint
+    empty = tmp_path / "inbox"
+    empty.mkdir()
+    assert grader("collect", empty, "--root", root).returncode == 0
+    assert grader("--root", root, "collect", empty).returncode == 0
+
+
+def test_an_unknown_assignment_is_one_line_naming_the_known_ones(course):
+    root, inbox = course
+    for args in (["release", "07_rnn"], ["autograde", "07_rnn"], ["autograde", "--assignment", "07_rnn"],
+                 ["feedback", "--assignment", "07_rnn"], ["similarity", "07_rnn"],
+                 ["collect", inbox, "--assignment", "07_rnn"]):
+        done = grader("--root", root, *args)
+        said = done.stdout + done.stderr
+        assert done.returncode == 2, (args, said)
+        assert "Traceback" not in said and len(done.stderr.strip().splitlines()) == 1, (args, said)
+        assert "'07_rnn'" in done.stderr and f"{A}, {B}" in done.stderr, (args, said)
+
+
+def test_an_empty_inbox_says_what_it_should_hold(course, tmp_path):
+    root, _ = course
+    done = grader("--root", root, "collect", tmp_path)
+    assert done.returncode == 0, done.stderr
+    for words in ("nothing to collect", "INBOX/<student>/", "<assignment>.ipynb", "<student>.zip", "inbound"):
+        assert words in done.stdout, (words, done.stdout)
+
+
+def test_collect_lists_each_notebook_on_its_own_line_and_counts_rejected_apart(course):
+    root, inbox = course
+    done = grader("--root", root, "collect", inbox)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "5 notebook(s) collected, 2 rejected", done.stdout
+    fay = [line for line in lines if line.startswith("fay")]
+    assert len(fay) == 2 and not any("collected (" in line for line in fay), done.stdout
+    damaged = next(line for line in fay if line.startswith(f"fay / {A}: REJECTED"))
+    assert "ask the student to re-submit" in damaged and "is not a readable notebook" in damaged, damaged
+    assert any(line.startswith("fay/notes.ipynb: REJECTED") for line in fay), done.stdout
+    for student in ("bob", "dan", "eve"):
+        assert [line for line in lines if line.startswith(student)] \
+            == [next(line for line in lines if line.startswith(f"{student} / {A}: collected ("))], done.stdout
+    assert [line.split(":")[0] for line in lines if line.startswith("ann")] == [f"ann / {A}", f"ann / {B}"]
+
+
+def test_recollecting_says_unchanged_or_replaced_and_keeps_the_old_notebook(course, tmp_path):
+    root, inbox = course
+    grader("--root", root, "collect", inbox)
+    again = grader("--root", root, "collect", inbox)
+    assert again.stdout.splitlines()[-1] == "0 notebook(s) collected, 5 unchanged, 2 rejected", again.stdout
+    assert f"ann / {A}: unchanged" in again.stdout
+    before = (root / "submitted" / "ann" / A / f"{A}.ipynb").read_bytes()
+    newer = tmp_path / "inbox"
+    nb = nbs.read_notebook(FIXTURE)
+    nb.cells[0].source += "\n(edited)"
+    nbs.write_notebook(nb, newer / "ann" / f"{A}.ipynb")
+    done = grader("--root", root, "collect", newer)
+    line = next(line for line in done.stdout.splitlines() if line.startswith(f"ann / {A}"))
+    assert "replacing a different notebook" in line and "kept in replaced/ann/" in line, done.stdout
+    kept = root / line.split("kept in ")[1].rstrip(")")
+    assert (kept / f"{A}.ipynb").read_bytes() == before
+    assert (root / "submitted" / "ann" / A / f"{A}.ipynb").read_bytes() != before
+    assert "1 replacing an earlier one" in done.stdout.splitlines()[-1]
+    grader("--root", root, "collect", inbox)  # the class's own notebook again, for the tests below
+
+
+def test_autograde_again_says_nothing_new_and_lists_absentees_only_when_due(course):
+    root, inbox = course
+    grader("--root", root, "collect", inbox)
+    first = grader("--root", root, "autograde", "--workers", "2", "--quiet")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "nothing new to grade" not in first.stdout + first.stderr
+    again = grader("autograde", "--root", root, "--quiet")
+    assert again.returncode == 0, again.stderr
+    assert "nothing new to grade; --force to regrade" in again.stderr, again.stderr
+    assert f"--root {shlex.quote(str(root))} autograde --force" in again.stderr, again.stderr
+    # no due date: one line for the assignment, none per absent student
+    assert "nothing submitted" not in again.stdout, again.stdout
+    assert f"{B}: 4 of 5 student(s) (no due date set" in again.stdout, again.stdout
+    # the whole reason, and the refused upload worded for the instructor
+    dan = next(line for line in again.stdout.splitlines() if line.strip().startswith(f"dan / {A}: test_pairwise"))
+    assert dan.endswith("to read its message."), dan
+    assert f"fay / {A}: rejected at collect, ask the student to re-submit" in again.stdout, again.stdout
+    _set_due_date(root, B, datetime.now(timezone.utc) + timedelta(days=3))
+    future = grader("--root", root, "autograde", "--quiet").stdout
+    assert "nothing submitted" not in future and f"{B}: 4 of 5 student(s) (due " in future, future
+    _set_due_date(root, B, datetime.now(timezone.utc) - timedelta(days=1))
+    past = grader("--root", root, "autograde", "--quiet").stdout
+    for student in ("bob", "dan", "eve", "fay"):
+        assert f"{student} / {B}: nothing submitted (due " in past, past
+    assert "nothing submitted" not in past.replace(f"/ {B}: nothing submitted", ""), past
+
+
+def _set_due_date(root: Path, assignment: str, when: datetime) -> None:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        gb.update_or_create_assignment(assignment, duedate=when.replace(tzinfo=None))
+
+
+def test_a_long_reason_is_cut_between_words_with_an_ellipsis(tmp_path):
+    from grader.results.gradebook import Outcome
+    from grader.results.table import grade_table
+
+    words = [f"word{i}" for i in range(200)]  # about 1,500 characters
+    failed = {"grade_id": "test_long", "status": "failed", "reason": " ".join(words), "points": 0}
+    table = grade_table(tmp_path, [Outcome("ann", A, 0, 6, [failed], [])])
+    line = next(line for line in table.splitlines() if "test_long" in line)
+    assert line.endswith(" ..."), line
+    shown = line.split("test_long: ")[1].removesuffix(" ...").split(" ")
+    assert 20 < len(shown) < len(words) and shown == words[:len(shown)], line
