@@ -61,7 +61,7 @@ def cmd_validate(args, limits) -> int:
         print(missing_notebook(args.path))
         return 2
     failed = 0
-    with scratch_folder("validate-") as workdir:  # removed whatever the notebook left there
+    with scratch_folder("validate") as workdir:  # removed whatever the notebook left there
         try:
             results = validate(args.path, workdir=Path(workdir), limits=limits)
         except ValueError as error:

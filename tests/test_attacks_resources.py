@@ -157,11 +157,11 @@ SLEEPER = f"open({KILL_ME!r}, 'w').close()\nimport time\ntime.sleep(300)\n"
 
 class WorkerKiller(threading.Thread):
     """SIGKILLs the worker process (from outside, as the out-of-memory killer would) of every kernel
-    whose working folder holds the file KILL_ME; counts the kills."""
+    whose working folder holds the file KILL_ME; counts the kills and notes the kernel's scratch folder."""
 
     def __init__(self):
         super().__init__(daemon=True)
-        self.stop, self.killed = threading.Event(), set()
+        self.stop, self.killed, self.folders = threading.Event(), set(), set()
 
     @property
     def kills(self) -> int:
@@ -180,6 +180,7 @@ class WorkerKiller(threading.Thread):
                         if worker not in self.killed and b"multiprocessing" in Path(f"/proc/{worker}/cmdline").read_bytes():
                             os.kill(worker, signal.SIGKILL)  # a grading worker (spawned), killed once
                             self.killed.add(worker)
+                            self.folders |= {p for p in workdir.parents if p.name.startswith("course-grader-")}
                 except (OSError, ValueError, IndexError):
                     continue
 
@@ -209,11 +210,11 @@ def killed_batch(tmp_path_factory):
         again = autograde(root, workers=2)
     finally:
         killer.stop.set()
-    return root, first, again, kills, autograde(alone, workers=2)
+    return root, first, again, kills, autograde(alone, workers=2), killer
 
 
 def test_a_killed_worker_fails_only_its_submission_and_the_batch_completes(killed_batch):
-    root, first, _, kills, alone = killed_batch
+    root, first, _, kills, alone, _ = killed_batch
     by = {o.student: o for o in first}
     assert kills == 2  # mallory's worker, then again when mallory was graded alone
     assert by["mallory"].score == 0 and any("worker process died twice" in p for p in by["mallory"].problems)
@@ -223,6 +224,37 @@ def test_a_killed_worker_fails_only_its_submission_and_the_batch_completes(kille
 def test_the_failure_is_saved_so_the_next_run_neither_dies_nor_starts_with_it(killed_batch):
     from grader.results.table import grade_table
 
-    root, first, again, _, _ = killed_batch
+    root, first, again, _, _, _ = killed_batch
     assert [(o.student, o.score, o.problems) for o in again] == [(o.student, o.score, o.problems) for o in first]
     assert "mallory / 01_fixture: grading failed: the grading worker process died twice" in grade_table(root, again)
+
+
+def test_what_a_killed_worker_left_on_disk_is_removed_by_the_batch(killed_batch):
+    """A worker killed from outside cannot remove its kernel's folders; the batch removes them when it
+    replaces the worker (cleanup.remove_orphans), and nothing of a dead worker is left in /tmp."""
+    import tempfile
+
+    killer = killed_batch[-1]
+    assert len(killer.folders) == 2 and all(folder.name.startswith("course-grader-") for folder in killer.folders)
+    assert [folder for folder in killer.folders if folder.exists()] == []
+    left = [p.name for p in Path(tempfile.gettempdir()).iterdir() for pid in killer.killed
+            if p.name.startswith("course-grader-") and f"-{pid}-" in p.name]
+    assert left == []
+
+
+def test_orphaned_folders_are_removed_only_when_their_process_is_gone(tmp_path, monkeypatch):
+    import tempfile
+
+    from grader.engine.cleanup import owned_folder, remove_orphans
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = tmp_path / f"course-grader-submission-{int(ended.stdout)}-abc"
+    (dead / "kernel-1" / "deep").mkdir(parents=True)
+    (dead / "kernel-1" / "link").symlink_to(tmp_path / "keep")
+    (tmp_path / "keep").write_text("not the orphan's")
+    mine, other = owned_folder("ipc"), tmp_path / "submission-1-not-ours"
+    other.mkdir()
+    assert mine.name.startswith(f"course-grader-ipc-{os.getpid()}-")
+    assert remove_orphans() == []
+    assert not dead.exists() and mine.exists() and other.exists() and (tmp_path / "keep").read_text()

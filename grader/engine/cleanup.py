@@ -9,17 +9,26 @@ stays on the folder's file system; a second pass first gives the tree back its p
 (``chmod -R u+rwx``, which changes no link and no file behind one), for a grader that is not root.
 
     left = remove_tree(path)   # "" when nothing is left, else what is left and why
+
+The temporary folders of grading (a kernel's working and socket folders) are named for the process
+that made them, ``course-grader-<kind>-<pid>-<random>`` (:func:`owned_folder`): a worker killed from
+outside cannot remove its own, and :func:`remove_orphans` (run by the batch when it replaces a dead
+worker, and at the start of each batch) removes those whose process is gone.
 """
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["remove_tree", "scratch_folder"]
+__all__ = ["owned_folder", "remove_orphans", "remove_tree", "scratch_folder"]
+
+PREFIX = "course-grader-"
+_OWNED = re.compile(rf"^{PREFIX}([a-z]+)-([0-9]+)-")
 
 TIMEOUT_S = 600  # removing millions of entries takes a while; a stuck file system must not hang a batch
 
@@ -59,11 +68,31 @@ def remove_tree(path: Path | str | None) -> str:
         return f"could not remove {Path(path)}: {type(error).__name__}"
 
 
+def owned_folder(kind: str) -> Path:
+    """A new temporary folder ``course-grader-<kind>-<this process id>-<random>`` (``kind``: lower-case letters)."""
+    return Path(tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-{os.getpid()}-"))
+
+
+def remove_orphans() -> list[str]:
+    """Remove the temporary folders (:func:`owned_folder`) of processes that no longer run; never raises.
+    Returns what could not be removed."""
+    problems = []
+    try:
+        entries = list(Path(tempfile.gettempdir()).iterdir())
+    except OSError:
+        return problems
+    for entry in entries:
+        match = _OWNED.match(entry.name)
+        if match and not Path(f"/proc/{match.group(2)}").exists():
+            problems.append(remove_tree(entry))
+    return [p for p in problems if p]
+
+
 @contextlib.contextmanager
-def scratch_folder(prefix: str):
-    """A new temporary folder, removed afterwards whatever a kernel left in it (:func:`remove_tree`:
-    any depth, links not followed); the removal never raises."""
-    folder = tempfile.mkdtemp(prefix=prefix)
+def scratch_folder(kind: str):
+    """A new temporary folder (:func:`owned_folder`), removed afterwards whatever a kernel left in it
+    (:func:`remove_tree`: any depth, links not followed); the removal never raises."""
+    folder = owned_folder(kind)
     try:
         yield folder
     finally:

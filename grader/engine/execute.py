@@ -130,7 +130,7 @@ def save_reference(source: Path, target: Path, *, limits: Limits = Limits(),
     """:func:`run_reference` in a scratch folder of its own; the values are saved to ``target``."""
     from .cleanup import scratch_folder
 
-    with scratch_folder("reference-") as workdir:
+    with scratch_folder("reference") as workdir:
         references = run_reference(Path(source), workdir=Path(workdir), limits=limits, unsafe=unsafe)
     references.save(Path(target))
     return references

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,7 @@ from d2lite import unattended
 
 from ..record import MIME_TYPE
 from .cgroups import KernelGroup, kernel_cores
-from .cleanup import remove_tree
+from .cleanup import owned_folder, remove_tree
 from .messages import MAX_MESSAGE_BYTES, BudgetSpent, MessageBudget, receive, socket_options
 from .outputs import OutputSink, output
 from .sandbox import Limits, copy_new, hand_over, kernel_command, kernel_env, new_folder, seed_font_list
@@ -118,7 +117,7 @@ class Kernel:
     def _launch(self) -> None:
         self.starts += 1  # kernel-1, kernel-2, ...: a restart's name differs, though the old folder is gone
         self.workdir = new_folder(self.scratch, "kernel-", self.starts)
-        self._sockdir = sockdir = Path(tempfile.mkdtemp(prefix="course-grader-ipc-"))
+        self._sockdir = sockdir = owned_folder("ipc")
         if not self.sandboxed:
             (self.workdir / ".tmp").mkdir()
         for path in self.support:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..authoring.assembly import GraderError, release
 from ..authoring.coursedir import CourseDir
+from ..engine.cleanup import remove_orphans
 from ..engine.references import References, sha256_of
 from ..engine.seal import course_key
 from ..results.gradebook import Outcome, outcomes as _outcomes, save_or_report
@@ -205,6 +206,7 @@ class _Batch:
         return self.trusted[name]
 
     def run(self, runner, gb, todo: list[tuple[str, str]], stale: list[str], seconds: dict[str, float]) -> None:
+        remove_orphans()  # left by a grading process killed earlier (a batch killed, a worker lost)
         queue = GradingQueue(stale, todo, seconds)
         running: dict = {}  # future -> job
         alone: list[tuple[str, ...]] = []  # jobs lost with a dead worker: each is graded again by itself
@@ -235,6 +237,7 @@ class _Batch:
                             lost.append(job)
                     running.clear()
                     runner.replace()
+                    remove_orphans()  # the dead worker's kernel folders (it could not remove them)
                     alone += [job for job in lost if not self._lost_twice(gb, queue, job, bar)]
         finally:
             if bar:

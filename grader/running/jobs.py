@@ -73,7 +73,7 @@ def run_reference_job(job: ReferenceJob) -> dict:
     """Run the trusted solution; return its reference values (``References.to_dict()``)."""
     from ..engine.execute import run_reference
 
-    with scratch_folder("reference-") as scratch:
+    with scratch_folder("reference") as scratch:
         source = job.assignment.write(Path(scratch) / "trusted")
         return run_reference(source, workdir=Path(scratch) / "work", limits=job.limits,
                              unsafe=job.unsafe).to_dict()
@@ -86,7 +86,7 @@ def run_grade_job(job: GradeJob) -> dict:
     from ..engine.execute import grade
     from ..engine.references import References
 
-    with scratch_folder("submission-") as scratch:
+    with scratch_folder("submission") as scratch:
         source = job.assignment.write(Path(scratch) / "trusted")
         submission = None
         if job.submission is not None:
