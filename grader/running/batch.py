@@ -19,11 +19,12 @@ from pathlib import Path
 from ..authoring.assembly import GraderError, release
 from ..authoring.coursedir import CourseDir
 from ..engine.cleanup import remove_orphans
-from ..engine.references import References, sha256_of
+from ..engine.references import References
 from ..engine.seal import course_key
 from ..results.gradebook import Outcome, outcomes as _outcomes, save_or_report
 from .jobs import Assignment, GradeJob, ReferenceJob, failed_result, run_grade_job, run_reference_job
 from .runner import WorkerLost, open_runner
+from .pending import gradebook_scores, pending_submissions, reference_plan
 from .schedule import GradingQueue
 
 __all__ = ["ReferenceFailed", "NotGraded", "Outcomes", "autograde", "outcomes"]
@@ -54,65 +55,6 @@ class NotGraded(ReferenceFailed):
 def outcomes(root: Path, names: list[str] | None = None, students: list[str] | None = None) -> list[Outcome]:
     """The recorded outcome of every graded submission (from the markers)."""
     return _outcomes(CourseDir(Path(root)), names, students)
-
-
-def _reference_plan(course: CourseDir, names: list[str], key: bytes) -> tuple[list[str], dict[str, float]]:
-    """The assignments whose references file is missing, older than the source, or changed since the
-    grader sealed it (their solution must run again), and how long each up-to-date run took."""
-    stale, seconds = [], {}
-    for assignment in names:
-        try:
-            cached = References.load(course.references(assignment), key)
-        except (OSError, ValueError):
-            cached = None
-        if cached is not None and cached.source_sha256 == sha256_of(course.source_notebook(assignment)):
-            seconds[assignment] = cached.seconds
-        else:
-            stale.append(assignment)
-    return stale, seconds
-
-
-def _pending(course: CourseDir, names: list[str], students: list[str] | None, force: bool, stale: list[str],
-             scores: dict[tuple[str, str, str], float | None]):
-    """(student, assignment) pairs that have a submission and no up-to-date grade.
-
-    A grade is up to date when its marker names this submission's timestamp, the current source and
-    the current (sealed) reference values, and the gradebook holds the marker's points; a submission
-    of an assignment whose reference values must be computed again is graded again."""
-    todo = []
-    sources = {assignment: sha256_of(course.source_notebook(assignment)) for assignment in names}
-    references = {assignment: sha256_of(course.references(assignment)) for assignment in names
-                  if assignment not in stale}
-    for student in course.students():
-        if students and student not in students:
-            continue
-        for assignment in names:
-            if not course.submission(student, assignment).is_dir():
-                continue
-            marker = course.read_marker(student, assignment) or {}
-            current = (assignment not in stale and marker.get("timestamp") == course.timestamp(student, assignment)
-                       and marker.get("source_sha256") == sources[assignment]
-                       and marker.get("references_sha256") == references[assignment]
-                       and _in_gradebook(marker, scores))
-            if force or not current:
-                todo.append((student, assignment))
-    return todo
-
-
-def _in_gradebook(marker: dict, scores: dict[tuple[str, str, str], float | None]) -> bool:
-    """Whether the gradebook holds every test score the marker says was saved."""
-    try:
-        return all(scores.get((marker["student"], marker["assignment"], t["grade_id"])) == t["points"]
-                   for t in marker["tests"])
-    except (KeyError, TypeError):
-        return False
-
-
-def _gradebook_scores(gb) -> dict[tuple[str, str, str], float | None]:
-    """(student, assignment, grade_id) -> auto score, every grade in the gradebook."""
-    from nbgrader.api import Grade
-
-    return {(g.student.id, g.assignment.name, g.name): g.auto_score for g in gb.db.query(Grade).all()}
 
 
 def _require_submissions(course: CourseDir, students: list[str] | None) -> None:
@@ -163,9 +105,9 @@ def autograde(root: Path, *, assignments: list[str] | None = None, students: lis
     if unreleased:
         release(course.root, unreleased)
     key = course_key(course.key)
-    stale, seconds = _reference_plan(course, names, key)
+    stale, seconds = reference_plan(course, names, key)
     with Gradebook(db_url, course_id) as gb:
-        todo = _pending(course, names, students, force, stale, _gradebook_scores(gb))
+        todo = pending_submissions(course, names, students, force, stale, gradebook_scores(gb))
     batch = _Batch(course, limits, unsafe, progress, key)
     if todo:
         with open_runner(workers=workers, scheduler=scheduler) as runner, Gradebook(db_url, course_id) as gb:

@@ -1,0 +1,73 @@
+"""What a batch has to do: the assignments whose reference values must be computed again, and the
+submissions without an up-to-date grade (read from the markers, the sources, the sealed references and
+the gradebook). Nothing here runs or writes anything.
+
+    stale, seconds = reference_plan(course, names, key)          # ["02_autograd"], {"01_tensors": 7.2}
+    todo = pending_submissions(course, names, students, force, stale, gradebook_scores(gb))
+    # [("ann", "02_autograd"), ...]
+"""
+from __future__ import annotations
+
+from ..authoring.coursedir import CourseDir
+from ..engine.references import References, sha256_of
+
+__all__ = ["gradebook_scores", "in_gradebook", "pending_submissions", "reference_plan"]
+
+
+def reference_plan(course: CourseDir, names: list[str], key: bytes) -> tuple[list[str], dict[str, float]]:
+    """The assignments whose references file is missing, older than the source, or changed since the
+    grader sealed it (their solution must run again), and how long each up-to-date run took."""
+    stale, seconds = [], {}
+    for assignment in names:
+        try:
+            cached = References.load(course.references(assignment), key)
+        except (OSError, ValueError):
+            cached = None
+        if cached is not None and cached.source_sha256 == sha256_of(course.source_notebook(assignment)):
+            seconds[assignment] = cached.seconds
+        else:
+            stale.append(assignment)
+    return stale, seconds
+
+
+def pending_submissions(course: CourseDir, names: list[str], students: list[str] | None, force: bool, stale: list[str],
+             scores: dict[tuple[str, str, str], float | None]):
+    """(student, assignment) pairs that have a submission and no up-to-date grade.
+
+    A grade is up to date when its marker names this submission's timestamp, the current source and
+    the current (sealed) reference values, and the gradebook holds the marker's points; a submission
+    of an assignment whose reference values must be computed again is graded again."""
+    todo = []
+    sources = {assignment: sha256_of(course.source_notebook(assignment)) for assignment in names}
+    references = {assignment: sha256_of(course.references(assignment)) for assignment in names
+                  if assignment not in stale}
+    for student in course.students():
+        if students and student not in students:
+            continue
+        for assignment in names:
+            if not course.submission(student, assignment).is_dir():
+                continue
+            marker = course.read_marker(student, assignment) or {}
+            current = (assignment not in stale and marker.get("timestamp") == course.timestamp(student, assignment)
+                       and marker.get("source_sha256") == sources[assignment]
+                       and marker.get("references_sha256") == references[assignment]
+                       and in_gradebook(marker, scores))
+            if force or not current:
+                todo.append((student, assignment))
+    return todo
+
+
+def in_gradebook(marker: dict, scores: dict[tuple[str, str, str], float | None]) -> bool:
+    """Whether the gradebook holds every test score the marker says was saved."""
+    try:
+        return all(scores.get((marker["student"], marker["assignment"], t["grade_id"])) == t["points"]
+                   for t in marker["tests"])
+    except (KeyError, TypeError):
+        return False
+
+
+def gradebook_scores(gb) -> dict[tuple[str, str, str], float | None]:
+    """(student, assignment, grade_id) -> auto score, every grade in the gradebook."""
+    from nbgrader.api import Grade
+
+    return {(g.student.id, g.assignment.name, g.name): g.auto_score for g in gb.db.query(Grade).all()}
