@@ -14,7 +14,6 @@ Medians of ``BENCH_REPEATS`` runs (default 3); nothing here starts a kernel.
 """
 from __future__ import annotations
 
-import json
 import os
 import socket
 import statistics
@@ -40,18 +39,10 @@ def _median_seconds(run) -> float:
 
 def _crowded_submission(folder: Path, count: int) -> Path:
     """The fixture's release with ``count`` copies of the add answer cell, all with its grade_id."""
-    import nbformat
-    from submissions import PLAIN, cell_with_id, release, write
+    from submissions import PLAIN, many_cells, release, write
 
     nb = release(PLAIN)
-    cell = cell_with_id(nb, "add")
-    at = nb.cells.index(cell)
-    copies = []
-    for n in range(count):
-        copy = nbformat.from_dict(json.loads(json.dumps(cell)))
-        copy.id, copy.source = f"copy-{n}", f"x = {n}"
-        copies.append(copy)
-    nb.cells[at + 1:at + 1] = copies
+    many_cells(nb, count)
     return write(nb, folder / f"crowd-{count}.ipynb")
 
 

@@ -20,7 +20,7 @@ import nbformat
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "engine"))
-from submissions import PLAIN, _grade_job, cell_with_id, references, release, submission, write  # noqa: E402
+from submissions import PLAIN, _grade_job, cell_with_id, many_cells, references, release, submission, write  # noqa: E402
 
 from grader.engine.execute import Limits, References, grade  # noqa: E402
 from grader.engine.notebook_run import TAINTED_NOTE  # noqa: E402
@@ -159,18 +159,6 @@ def forging_records(answer: str, megabytes: int) -> str:
             "            display({'application/vnd.course-grader.record+json': "
             "{'key': f'junk{n}', 'value': {'str': 'x' * 1_000_000}}}, raw=True)\n"
             f"    return _{name}(*args)\n")
-
-
-def many_cells(nb, count: int = 20_000):
-    """``count`` copies of the add answer cell, all with its grade_id."""
-    cell = cell_with_id(nb, "add")
-    at = nb.cells.index(cell)
-    copies = []
-    for n in range(count):
-        copy = nbformat.from_dict(json.loads(json.dumps(cell)))
-        copy.id, copy.source = f"copy-{n}", f"x = {n}"
-        copies.append(copy)
-    nb.cells[at + 1:at + 1] = copies
 
 
 # -- the graded submissions -----------------------------------------------------------------------
