@@ -2,11 +2,14 @@
 
 Each payload, if it runs, pushes its name on ``window.__pwned`` and sets ``document.title``.
 Shared by tests/test_feedback_in_browser.py (pages opened in Chromium) and tests/test_attacks_batch.py
-(the same answer among honest students in one batch).
+(the same answer among honest students in one batch); :func:`active_markup` reads a page for what would
+run (tests/test_attacks_collect.py, tests/test_attacks_batch.py).
 """
 from __future__ import annotations
 
-__all__ = ["ATTACK"]
+from html.parser import HTMLParser
+
+__all__ = ["ATTACK", "active_markup"]
 
 ATTACK = r'''from IPython.display import HTML, Javascript, Latex, Markdown, display
 def _p(name):  # JavaScript that says `name` ran (no spaces: it must fit an unquoted attribute;
@@ -26,3 +29,35 @@ display(Markdown("[click](javascript:" + _p("markdown-link") + ")"))
 display(Latex(r"$\href{javascript:" + _p("latex") + "}{click}$"))
 print("<script>" + _p("stdout") + "</script>")
 '''
+
+
+class _ActiveMarkup(HTMLParser):
+    """Collects what would run in a browser: event-handler attributes, ``javascript:`` URLs, scripts that
+    are not the page template's own (the students' payloads all name ``pwned``). The answer's source,
+    shown as highlighted text, is not markup and is not collected."""
+
+    def __init__(self):
+        super().__init__()
+        self.found, self._in_script = [], False
+
+    def handle_starttag(self, tag, attrs):
+        self._in_script = tag == "script"
+        for name, value in attrs:
+            if name.startswith("on") or (value or "").strip().lower().startswith("javascript:"):
+                self.found.append(f"<{tag} {name}={value!r}>")
+
+    def handle_data(self, data):
+        if self._in_script and "pwned" in data:
+            self.found.append(f"<script>{data[:60]}")
+
+    def handle_endtag(self, tag):
+        self._in_script = False
+
+
+def active_markup(html: str) -> list[str]:
+    """Whatever in ``html`` would run in a browser: event-handler attributes, ``javascript:`` URLs, the
+    students' scripts (see :class:`_ActiveMarkup`); [] for a page that is safe to open."""
+    reader = _ActiveMarkup()
+    reader.feed(html)
+    reader.close()
+    return reader.found

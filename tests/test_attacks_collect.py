@@ -33,6 +33,8 @@ import nbformat
 import pytest
 
 from classroom import A, FIXTURE, released_course
+from csv_formulas import DELIMITERS, formula_cells
+from page_payloads import active_markup
 from grader.authoring.assembly import build, release
 from grader.engine import course as nbs
 from grader.intake.collect import collect
@@ -445,7 +447,6 @@ SPLIT_ATTACKS = {  # student id -> its CSV cell, by the rule of grader/results/e
     "b, -1+2": "b,' -1+2",
     'c;"@SUM(1)': 'c;\'"@SUM(1)',
 }
-DELIMITERS = [",", ";", "\t", "|"]
 
 
 @pytest.fixture(scope="module")
@@ -459,18 +460,6 @@ def split_gradebook(released, tmp_path_factory):
         for student in SPLIT_ATTACKS:
             gb.add_student(student, last_name="x;=1+1", first_name="@y", email="z|-2+3@example.org")
     return root
-
-
-def formula_cells(path: Path) -> dict[str, list[str]]:
-    """delimiter -> every cell that starts like a formula (after spaces and double quotes) when the
-    file is read with that delimiter; plain numbers are not formulas."""
-    text = path.read_text(encoding="utf-8")
-    found = {}
-    for delimiter in DELIMITERS:
-        cells = [c for row in csv.reader(text.splitlines(), delimiter=delimiter) for c in row]
-        found[delimiter] = [c for c in cells if c.lstrip(' "')[:1] in ("=", "+", "-", "@", "\t", "\r", "\n")
-                            and not re.fullmatch(r"\s*-?[0-9.]+\s*", c)]
-    return found
 
 
 def test_export_is_safe_whatever_separator_the_spreadsheet_splits_on(split_gradebook, tmp_path):
@@ -499,12 +488,16 @@ def test_formula_cells_finds_what_an_unescaped_export_leaves(split_gradebook, tm
     assert all(found[d] for d in DELIMITERS), found
 
 
-def student_script(html: str) -> list[str]:
-    """Whatever in ``html`` would run the student's payload: scripts, event handlers, javascript: links."""
-    scripts = [s for s in re.findall(r"<script\b[^>]*>.*?</script>", html, re.S | re.I) if "pwned" in s]
-    handlers = re.findall(r"<[a-z]+\b[^>]*\son\w+\s*=[^>]*pwned[^>]*>", html, re.I)
-    links = re.findall(r"<a\b[^>]*href\s*=\s*[\"']?\s*javascript:[^>]*>", html, re.I)
-    return scripts + handlers + links
+def test_active_markup_finds_what_would_run_and_not_what_is_shown_as_text():
+    """The reader the feedback tests rely on: it must see each way a page runs script (else their
+    `== []` would prove nothing), and not the same text shown escaped, as a student's source is."""
+    page = ('<p>&lt;img src=x onerror="window.pwned_a"&gt; javascript:window.pwned_b</p>'
+            '<img src=x width=1 onerror=window.pwned_c><a href=" JavaScript:window.pwned_d">x</a>'
+            '<svg onload="window.pwned_e"></svg><script>window.pwned_f = 1</script><script>var ok = 1</script>')
+    found = active_markup(page)
+    assert [f for f in found if "pwned_a" in f or "pwned_b" in f] == []
+    assert all(any(name in f for f in found) for name in ("pwned_c", "pwned_d", "pwned_e", "pwned_f")), found
+    assert len(found) == 4, found
 
 
 def test_the_payload_reaches_the_autograded_notebook_only_as_text(graded):
@@ -523,7 +516,7 @@ def test_feedback_runs_no_script_from_the_student(graded_copy):
     pages = feedback(graded_copy)
     page = (graded_copy / "feedback" / "xss" / A / f"{A}.html").read_text(encoding="utf-8")
     assert page in [p.read_text(encoding="utf-8") for p in pages]
-    assert student_script(page) == []
+    assert active_markup(page) == []
     assert "&lt;script&gt;window.pwned_script" in page, "the student sees what their code displayed"
     assert "PASSED (2/2)" in page, "verdicts are still shown"
 
@@ -551,7 +544,7 @@ def test_feedback_is_sanitized_even_with_an_older_course_config(graded, tmp_path
         encoding="utf-8")
     feedback(old, students=["xss"])
     page = (old / "feedback" / "xss" / A / f"{A}.html").read_text(encoding="utf-8")
-    assert student_script(page) == [] and "PASSED (2/2)" in page
+    assert active_markup(page) == [] and "PASSED (2/2)" in page
 
 
 def test_stock_nbgrader_feedback_is_sanitized_too(graded, tmp_path):
@@ -559,4 +552,4 @@ def test_stock_nbgrader_feedback_is_sanitized_too(graded, tmp_path):
     shutil.copytree(graded, copy, ignore=shutil.ignore_patterns("feedback"))
     stock_nbgrader(copy, "generate_feedback", A, "--student", "xss", "--force")
     page = (copy / "feedback" / "xss" / A / f"{A}.html").read_text(encoding="utf-8")
-    assert student_script(page) == [] and "&lt;script&gt;window.pwned_script" in page
+    assert active_markup(page) == [] and "&lt;script&gt;window.pwned_script" in page
