@@ -34,8 +34,7 @@ def missing_notebook(path: Path) -> str:
 
 def unreadable_notebook(path: Path, why: str) -> str:
     """What to say when ``path`` is not a readable notebook (``why``: the reader's reason)."""
-    why = why.removeprefix("cannot validate: ").replace("the submitted notebook", "your notebook") \
-        .replace("the submitted file", "your file")
+    why = why.removeprefix("cannot validate: ")
     checkpoint = path.parent / ".ipynb_checkpoints" / f"{path.stem}-checkpoint{path.suffix}"
     back = (f"JupyterLab kept the version of your last save (its checkpoint): `cp {shlex.quote(str(checkpoint))} "
             f"{shlex.quote(str(path))}` puts it back (in JupyterLab: File > Revert Notebook to Checkpoint)"

@@ -228,7 +228,7 @@ def validate(notebook: Path, *, workdir: Path, limits: Limits = Limits()) -> lis
     Runs without the sandbox (it is the student's own code on the student's machine). Raises
     ValueError when the notebook cannot be read.
     """
-    cells, why = read_submission(notebook)
+    cells, why = read_submission(notebook, whose="your")
     if cells is None:
         raise ValueError(f"cannot validate: {why}")
     try:

@@ -63,25 +63,26 @@ class _Cell:
     grade_id: str
 
 
-def read_submission(path: Path | None) -> tuple[list[_Cell] | None, str]:
-    """The submission's cells, leniently (any nbformat, missing fields), or (None, why not)."""
+def read_submission(path: Path | None, whose: str = "the submitted") -> tuple[list[_Cell] | None, str]:
+    """The submission's cells, leniently (any nbformat, missing fields), or (None, why not); the reason
+    speaks of "``whose`` notebook" (the instructor reads "the submitted", a student validating "your")."""
     if path is None:
         return None, "no notebook was submitted"
     try:
         path = Path(path)
         if not path.is_file():
-            return None, f"the submitted notebook {path.name!r} does not exist"
+            return None, f"{whose} notebook {path.name!r} does not exist"
         if path.stat().st_size > MAX_SUBMISSION_BYTES:
-            return None, f"the submitted notebook is larger than {MAX_SUBMISSION_BYTES >> 20} MB"
+            return None, f"{whose} notebook is larger than {MAX_SUBMISSION_BYTES >> 20} MB"
         data = json.loads(path.read_bytes().decode("utf-8", errors="replace"))
     except json.JSONDecodeError as exc:
-        return None, (f"the submitted notebook is not valid JSON (line {exc.lineno}, column "
+        return None, (f"{whose} notebook is not valid JSON (line {exc.lineno}, column "
                       f"{exc.colno}): it was damaged, e.g. edited in a text editor")
     except RecursionError:
-        return None, ("the submitted notebook is JSON nested too deeply to read (deeper than any "
+        return None, (f"{whose} notebook is JSON nested too deeply to read (deeper than any "
                       "notebook): it was damaged or built by hand")
     except (OSError, ValueError) as exc:
-        return None, f"the submitted notebook could not be read ({type(exc).__name__})"
+        return None, f"{whose} notebook could not be read ({type(exc).__name__})"
     raw = None
     if isinstance(data, dict):
         raw = data.get("cells")
@@ -89,9 +90,9 @@ def read_submission(path: Path | None) -> tuple[list[_Cell] | None, str]:
         if raw is None and isinstance(sheets, list) and sheets and isinstance(sheets[0], dict):
             raw = sheets[0].get("cells")  # nbformat 3
     if not isinstance(raw, list):
-        return None, "the submitted file is JSON but not a Jupyter notebook (it has no cells)"
+        return None, f"{whose} file is JSON but not a Jupyter notebook (it has no cells)"
     if len(raw) > MAX_CELLS:
-        return None, (f"the submitted notebook has {len(raw)} cells, more than {MAX_CELLS} cells: it "
+        return None, (f"{whose} notebook has {len(raw)} cells, more than {MAX_CELLS} cells: it "
                       "was not graded; ask for the notebook as the student wrote it")
     cells = []
     for item in raw:
