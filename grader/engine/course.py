@@ -19,7 +19,7 @@ from nbformat import NotebookNode
 
 __all__ = [
     "Exercise", "read_notebook", "write_notebook", "nbgrader_meta", "is_solution", "is_test",
-    "exercises", "header_points", "test_points", "structure_problems", "stub", "truncate",
+    "exercises", "exercise_titles", "header_points", "test_points", "structure_problems", "stub", "truncate",
     "solution_lines", "hidden_test_lines", "STUBBED_PREFIX", "stubbed_walkthrough", "cell_points", "is_support_file",
     "strip_hidden", "HIDDEN_NOTE", "HIDDEN_BEGIN", "HIDDEN_END", "SOLUTION_BEGIN",
     "SOLUTION_END", "MARKERS", "without_hidden", "stub_source", "ends_with_expression",
@@ -98,6 +98,30 @@ def exercises(nb: NotebookNode) -> list[Exercise]:
     if tests:
         found.append(Exercise(tuple(solutions), tuple(tests), points, last))
     return found
+
+
+_HEADING = re.compile(r"^ {0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+_POINTS_NOTE = re.compile(r"\s*\(\s*[0-9]+(?:\.[0-9]+)?\s+points?\s*\)", re.I)
+
+
+def exercise_titles(nb: NotebookNode) -> dict[str, str]:
+    """Each graded test cell's grade_id -> the title of its exercise: the last markdown heading before
+    the exercise's first solution cell, without its "(N points)" ("### Exercise 3 (2 points): pairwise
+    distances" -> "Exercise 3: pairwise distances"); the grade_id when no heading comes before."""
+    titles: dict[str, str] = {}
+    heading = title = ""
+    after_test = True
+    for cell in nb.cells:
+        if cell.get("cell_type") == "markdown":
+            found = _HEADING.findall(cell.get("source", ""))
+            heading = _POINTS_NOTE.sub("", found[-1]).strip() if found else heading
+        elif is_solution(cell) and after_test:
+            title, after_test = heading, False
+        elif is_test(cell):
+            gid = nbgrader_meta(cell).get("grade_id", "")
+            titles[gid] = (title or heading or gid).replace(" :", ":")
+            after_test = True
+    return titles
 
 
 def is_support_file(path: Path) -> bool:

@@ -20,6 +20,7 @@ import nbformat
 
 from .answer_rules import source_reason, test_cell_problems
 from .course import cell_points, is_support_file, is_test, nbgrader_meta
+from .failures import raised_in_answer, visible_message
 from .kernel import CellRun
 from .merge import Merged, Role, merge, read_submission
 from .notebook_run import RECORD_LIMITS, run_notebook, scrub_tainted
@@ -171,7 +172,7 @@ def grade(source: Path, submission: Path | None, references: References, *, work
         if role.kind == "test":
             cell = merged.notebook.cells[i]
             test = tests[role.grade_id] = _verdict(role.grade_id, cell_points(cell), runs.get(i),
-                                                   references.cells.get(role.grade_id), problems)
+                                                   references.cells.get(role.grade_id), problems, cell.source)
             if read.get(i) and test.points > 0:
                 test = tests[role.grade_id] = TestResult(role.grade_id, test.max_points, 0.0, "failed",
                                                          source_reason(read[i]))
@@ -196,7 +197,7 @@ def _text(value) -> str:
 
 
 def _verdict(gid: str, points: float, run: CellRun | None, expected: dict | None,
-             problems: list[str]) -> TestResult:
+             problems: list[str], source: str = "") -> TestResult:
     def result(status: str, reason: str) -> TestResult:
         ran = expected is not None and status in ("failed", "error") and None not in run.records
         keys = failing_keys(expected, run.payloads()) if ran else []  # which hidden checks it missed
@@ -206,6 +207,11 @@ def _verdict(gid: str, points: float, run: CellRun | None, expected: dict | None
     if expected is None:
         problems.append(f"no reference values for {gid!r}; run the reference again")
         return result("error", "This test could not be graded (no reference values).")
+    if run.status == "error":
+        trace = next((o.get("traceback") for o in reversed(run.outputs) if o.get("output_type") == "error"), None)
+        own = raised_in_answer(trace) if isinstance(trace, list) else None
+        message = visible_message(run.error, source) if run.part == "visible" else ("", False)
+        return result("error", test_reason("error", run.part, run.error, own=own, message=message))
     if run.status != "ok":
         return result(run.status, test_reason(run.status, run.part, run.error))
     if None in run.records:

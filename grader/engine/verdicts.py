@@ -8,10 +8,11 @@ tensors the same dtype, shape and device type) that is equal, or within the tole
 student object's ``__eq__`` or ``__bool__`` ever runs.
 
 Reasons are written here, from trusted words only: the description the *reference* run gave each
-key, what differs (type, dtype, shape, how many elements), and the name of a built-in exception.
-Text that came from the student's kernel (exception messages, printed output, dict keys, the
-contents of a malformed record) never goes into a reason: after a hidden test has run, it could
-quote hidden code.
+key, what differs (type, dtype, shape, how many elements), the name of a built-in exception, and
+for a failed visible check its message as the released test cell writes it (the kernel's text
+only chooses it: :mod:`grader.engine.failures`). Text that came from the student's kernel
+(exception messages, printed output, dict keys, the contents of a malformed record) never goes
+into a reason: after a hidden test has run, it could quote hidden code.
 """
 from __future__ import annotations
 
@@ -82,12 +83,17 @@ def exception_name(error: str) -> str:
     return name if name in BUILTIN_EXCEPTIONS else "an exception"
 
 
-def test_reason(status: str, part: str, error: str, mismatch: str = "") -> str:
+def test_reason(status: str, part: str, error: str, mismatch: str = "", *, own: bool | None = None,
+                message: tuple[str, bool] = ("", False)) -> str:
     """One sentence for the student, from trusted words only (see the module docstring).
 
     status: "passed", "failed" (``mismatch`` says how), "error" (``part`` is "visible" or "hidden",
     ``error`` the kernel's "Name: message"), "timeout", "crashed", "not run"; ``error`` for the last
-    two is the grader's own account of what stopped the kernel."""
+    two is the grader's own account of what stopped the kernel.
+    own: for an error, whether the student's answer code raised it (True) or the test's own code, a
+    check (False); None: unknown (:func:`grader.engine.failures.raised_in_answer`).
+    message: a failed visible check's message as the released test cell writes it, and whether it is
+    an f-string's text (:func:`grader.engine.failures.visible_message`); ("", False): none to show."""
     name = exception_name(error)
     if status == "passed":
         return "All checks passed."
@@ -101,9 +107,24 @@ def test_reason(status: str, part: str, error: str, mismatch: str = "") -> str:
         return f"The test did not run: {error or 'the kernel had stopped'}."
     if name == "NotImplementedError":
         return "Not answered yet: the code still raises NotImplementedError."
+    if part == "hidden" and own:
+        return (f"Your code raised {name} on a hidden input: it fails on an input the visible checks do not "
+                "try (another shape, dtype or edge case).")
+    if part == "hidden" and own is False:
+        return (f"A hidden check failed ({name}) on what your code returned for a hidden input (another "
+                "shape, dtype or edge case than the visible checks try).")
     if part == "hidden":
         return (f"A hidden check stopped with {name}: the code fails on an input the visible checks do "
                 "not try (another shape, dtype or edge case).")
+    if own:
+        return (f"Your code raised {name} during the visible checks (the error is in your answer, not in a "
+                "check); run this test cell in your notebook to see where.")
+    text, template = message
+    if text and not template:
+        return f'A visible check failed ({name}): "{text}".'
+    if text:
+        return (f'A visible check failed ({name}): "{text}"; run this test cell in your notebook to read '
+                "its message.")
     return (f"A visible check failed ({name}); run this test cell in your notebook to read its "
             "message.")
 

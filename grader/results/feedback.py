@@ -2,7 +2,12 @@
 
 The autograded notebook keeps the hidden tests (instructors see them in formgrader). Before it
 becomes feedback, :class:`HideHiddenTests` removes every hidden test region and replaces each graded
-test cell's outputs (tracebacks would quote hidden lines) by the verdict and its one-sentence reason.
+test cell's outputs (tracebacks would quote hidden lines) by the verdict, its one-sentence reason and
+the description of every check it did not pass (the reference run's words for each failed key). A
+summary at the top names each test cell's exercise (the heading of its exercise in the instructor's
+notebook), its points and its status. What was written for the instructor (why an upload was
+refused, whom to ask for it again) is not shown: a test without a readable submission says, to the
+student, to submit again.
 
 Every output was made by a kernel running the student's code, so a student can display
 ``<script>``, an ``<img onerror=...>``, an image whose ``width`` metadata breaks out of its tag, SVG
@@ -17,22 +22,29 @@ whatever an older config file says.
 """
 from __future__ import annotations
 
+import re
+from html import escape
 from pathlib import Path
 
 import nbformat
 from nbconvert.preprocessors import Preprocessor
 from nbconvert.preprocessors.sanitize import SanitizeHTML
-from nbformat.v4 import new_output
+from nbformat.v4 import new_markdown_cell, new_output
 from traitlets import Bool
 
 from ..authoring.assembly import GraderError
 from ..authoring.coursedir import CourseDir
 from ..authoring.invocation import command
 from ..engine.allowlist import clean_html, markdown_html, safe_output
-from ..engine.course import HIDDEN_BEGIN, is_test, nbgrader_meta, strip_hidden
+from ..engine.course import HIDDEN_BEGIN, exercise_titles, is_test, nbgrader_meta, strip_hidden
 from ..engine.execute import TestResult, verdict_line
+from .report_data import Check, hidden_checks
 
-__all__ = ["HideHiddenTests", "SanitizeStudentHTML", "feedback_preprocessors", "feedback"]
+__all__ = ["HideHiddenTests", "SanitizeStudentHTML", "feedback_preprocessors", "feedback", "STUDENT_MISSING",
+           "student_text"]
+
+STUDENT_MISSING = ("No notebook of yours could be read for this assignment, so nothing in it was graded: download "
+                   "your notebook from JupyterLab (File > Download) and submit it again.")
 
 class HideHiddenTests(Preprocessor):
     """Hide hidden tests and their tracebacks; show each test's verdict instead."""
@@ -41,14 +53,49 @@ class HideHiddenTests(Preprocessor):
 
     def preprocess(self, nb, resources):
         verdicts = _verdicts(resources)
+        source, checks = _source(resources), _checks(resources)
         for cell in nb.cells:
             if HIDDEN_BEGIN in cell.get("source", ""):
                 cell.source = strip_hidden(cell.source)
             if is_test(cell):
                 test = verdicts.get(nbgrader_meta(cell).get("grade_id"))
-                text = verdict_line(TestResult(**test)) if test else "(no verdict recorded for this test)\n"
+                text = student_text(test, checks.get(test["grade_id"], [])) if test else \
+                    "(no verdict recorded for this test)\n"
                 cell.outputs = [new_output("stream", name="stdout", text=text)]
+        if verdicts:
+            titles = exercise_titles(source) if source is not None else {}
+            nb.cells.insert(0, new_markdown_cell(_summary(list(verdicts.values()), titles)))
         return nb, resources
+
+
+def student_text(test: dict, checks: list[Check]) -> str:
+    """A graded test cell's output on the student's page: its verdict line, in words for the student,
+    then each check it did not pass as the reference run describes it.
+
+    test: a marker's test (:class:`grader.engine.execute.TestResult` fields); checks: its reference
+    keys. A missing submission's reason was written for the instructor: the student reads
+    :data:`STUDENT_MISSING` instead."""
+    shown = {**test, "reason": STUDENT_MISSING} if test["status"] == "missing" else test
+    text = verdict_line(TestResult(**{k: shown[k] for k in TestResult.__dataclass_fields__ if k in shown}))
+    if test["status"] == "passed":
+        return text
+    described = {c.key: (f"{c.what} ({c.key!r})" if c.what.strip() else repr(c.key)) for c in checks}
+    failed = [described.get(key, repr(key)) for key in test.get("failed_keys") or []]
+    return text + "".join(f"  - not passed: {label}\n" for label in failed)
+
+
+def _summary(tests: list[dict], titles: dict[str, str]) -> str:
+    """The page's first cell: one row per graded test cell (exercise, points, status), as HTML."""
+    def title(gid: str) -> str:
+        return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(titles.get(gid) or gid))
+
+    rows = "".join(f"<tr><td>{title(t['grade_id'])}</td><td><code>{escape(t['grade_id'])}</code></td>"
+                   f"<td>{t['points']:g}/{t['max_points']:g}</td><td>{escape(t['status'])}</td></tr>" for t in tests)
+    total = (f"<tr><td><strong>Total</strong></td><td></td><td><strong>{sum(t['points'] for t in tests):g}/"
+             f"{sum(t['max_points'] for t in tests):g}</strong></td><td></td></tr>")
+    missing = f"<p>{escape(STUDENT_MISSING)}</p>" if all(t["status"] == "missing" for t in tests) else ""
+    return ("<h2>Summary</h2>" + missing + "<table><thead><tr><th>Exercise</th><th>Test</th><th>Points</th>"
+            "<th>Status</th></tr></thead><tbody>" + rows + total + "</tbody></table>")
 
 
 class SanitizeStudentHTML(SanitizeHTML):
@@ -99,15 +146,25 @@ def _course_root(resources) -> Path:
     return Path(db_url[len("sqlite:///"):]).parent if db_url.startswith("sqlite:///") else Path.cwd()
 
 
-def _instructor_text(resources) -> set[str]:
-    """The markdown and raw cells of the instructor's source notebook (none if it cannot be read)."""
+def _source(resources):
+    """The instructor's source notebook of this feedback page, or None if it cannot be read."""
     info = resources.get("nbgrader", {})
     path = CourseDir(_course_root(resources)).source(info.get("assignment", "")) / f"{info.get('notebook', '')}.ipynb"
     try:
-        source = nbformat.read(str(path), as_version=4)
-    except Exception:  # noqa: BLE001 - unknown source: treat every cell as the student's
-        return set()
-    return {cell.source for cell in source.cells if cell.cell_type in ("markdown", "raw")}
+        return nbformat.read(str(path), as_version=4)
+    except Exception:  # noqa: BLE001 - unknown source: no titles, and every cell is the student's
+        return None
+
+
+def _instructor_text(resources) -> set[str]:
+    """The markdown and raw cells of the instructor's source notebook (none if it cannot be read)."""
+    source = _source(resources)
+    return set() if source is None else {cell.source for cell in source.cells if cell.cell_type in ("markdown", "raw")}
+
+
+def _checks(resources) -> dict[str, list[Check]]:
+    """grade_id -> its reference keys and their descriptions ({} without reference values)."""
+    return hidden_checks(CourseDir(_course_root(resources)), resources.get("nbgrader", {}).get("assignment", ""))
 
 
 def _verdicts(resources) -> dict[str, dict]:

@@ -22,7 +22,7 @@ from .gradebook import FIELDS, Outcome
 from .table import ATTENTION
 
 __all__ = ["Check", "Test", "Submission", "AssignmentData", "ClassData", "load_class", "attempted",
-           "failed_keys"]
+           "failed_keys", "hidden_checks"]
 
 NOT_ATTEMPTED = "NotImplementedError"  # in the reason of a test whose stub was left as released
 
@@ -128,6 +128,12 @@ def _checks(course: CourseDir, name: str) -> tuple[dict[str, list[Check]], float
              for gid, keys in cells.items() if isinstance(keys, dict)}
     seconds = data.get("seconds", 0.0)
     return found, float(seconds) if isinstance(seconds, (int, float)) else 0.0
+
+
+def hidden_checks(course: CourseDir, name: str) -> dict[str, list[Check]]:
+    """grade_id -> its checks (the reference run's keys and their descriptions, in reference order);
+    {} when the reference values of ``name`` cannot be read."""
+    return _checks(course, name)[0]
 
 
 def _utc(when: datetime | None) -> datetime | None:
