@@ -3,13 +3,14 @@
 Each payload, if it runs, pushes its name on ``window.__pwned`` and sets ``document.title``.
 Shared by tests/test_feedback_in_browser.py (pages opened in Chromium) and tests/test_attacks_batch.py
 (the same answer among honest students in one batch); :func:`active_markup` reads a page for what would
-run (tests/test_attacks_collect.py, tests/test_attacks_batch.py).
+run (tests/test_attacks_collect.py, tests/test_attacks_batch.py); :func:`page_text` and :func:`table_rows`
+read what a page says (tests/test_feedback_text.py).
 """
 from __future__ import annotations
 
 from html.parser import HTMLParser
 
-__all__ = ["ATTACK", "active_markup"]
+__all__ = ["ATTACK", "active_markup", "page_text", "table_rows"]
 
 ATTACK = r'''from IPython.display import HTML, Javascript, Latex, Markdown, display
 def _p(name):  # JavaScript that says `name` ran (no spaces: it must fit an unquoted attribute;
@@ -61,3 +62,51 @@ def active_markup(html: str) -> list[str]:
     reader.feed(html)
     reader.close()
     return reader.found
+
+
+class _Text(HTMLParser):
+    """The text a reader sees (no style or script), and every table as rows of cell texts."""
+
+    def __init__(self):
+        super().__init__()
+        self.parts, self.tables, self._hidden, self._cell = [], [], False, None
+
+    def handle_starttag(self, tag, attrs):
+        self._hidden = tag in ("style", "script")
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr" and self.tables:
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+        if tag in ("p", "div", "pre", "tr", "br", "h1", "h2", "h3", "li"):
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag):
+        self._hidden = False
+        if tag in ("td", "th") and self._cell is not None and self.tables and self.tables[-1]:
+            self.tables[-1][-1].append(" ".join("".join(self._cell).split()))
+            self._cell = None
+
+    def handle_data(self, data):
+        if not self._hidden:
+            self.parts.append(data)
+            if self._cell is not None:
+                self._cell.append(data)
+
+
+def _read(html: str) -> _Text:
+    reader = _Text()
+    reader.feed(html)
+    reader.close()
+    return reader
+
+
+def page_text(html: str) -> str:
+    """What ``html`` shows as text (entities decoded; styles and scripts left out)."""
+    return "".join(_read(html).parts)
+
+
+def table_rows(html: str) -> list[list[list[str]]]:
+    """Every table of ``html``: a list of rows, each the texts of its cells (spaces collapsed)."""
+    return _read(html).tables
