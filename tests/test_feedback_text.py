@@ -145,7 +145,8 @@ def test_exercise_titles_come_from_the_heading_before_the_answer():
         new_markdown_cell("A note without a heading."),
         _cell("def b(): ...", "b"), new_markdown_cell("### A hint (not a title)"),
         _cell("b()", "test_b1", test=True), _cell("b(1)", "test_b2", test=True),
-        new_markdown_cell("# Exercise 3 — c (1 point)"), _cell("def c(): ...", "c"), _cell("c()", "test_c", test=True),
+        new_markdown_cell("# Exercise 3 — c (1 point)"), _cell("def c(): ...", "c"),
+        _cell("c()", "test_c", test=True),
     ])
     assert nbs.exercise_titles(nb) == {"test_a": "test_a", "test_b1": "Exercise 2: `b` and its tests",
                                        "test_b2": "Exercise 2: `b` and its tests", "test_c": "Exercise 3 — c"}

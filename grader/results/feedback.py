@@ -46,6 +46,7 @@ __all__ = ["HideHiddenTests", "SanitizeStudentHTML", "feedback_preprocessors", "
 STUDENT_MISSING = ("No notebook of yours could be read for this assignment, so nothing in it was graded: download "
                    "your notebook from JupyterLab (File > Download) and submit it again.")
 
+
 class HideHiddenTests(Preprocessor):
     """Hide hidden tests and their tracebacks; show each test's verdict instead."""
 
