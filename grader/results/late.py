@@ -68,11 +68,11 @@ def sync(course: CourseDir) -> Semester:
     """Load the semester file and write it into the course's gradebook (when there is one); return it."""
     from nbgrader.api import Gradebook
 
-    from ..authoring.config import load_config
+    from ..authoring.config import load_config, nbgrader_api
 
     semester = semester_of(course)
     if course.gradebook.is_file():
-        course_id = load_config(course.root).CourseDirectory.course_id
-        with Gradebook(f"sqlite:///{course.gradebook.resolve()}", course_id) as gb:
+        api = nbgrader_api(course.root.resolve())  # also puts alembic on PATH, which Gradebook may run
+        with Gradebook(api.coursedir.db_url, load_config(course.root.resolve()).CourseDirectory.course_id) as gb:
             apply_semester(gb, semester)
     return semester
