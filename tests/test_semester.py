@@ -140,6 +140,8 @@ def penalties(root: Path) -> dict[str, tuple[float, float, float]]:
     """student -> (raw score, penalty, nbgrader's own total_seconds_late), read with nbgrader's API."""
     from nbgrader.api import Gradebook
 
+    from grader.authoring.config import COURSE_ID
+
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE_ID) as gb:
         return {s.student.id: (s.score, s.late_submission_penalty, s.total_seconds_late)
                 for s in gb.assignment_submissions(A)}
