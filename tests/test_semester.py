@@ -171,9 +171,24 @@ def test_a_changed_file_changes_the_penalties_and_nothing_else(course, tmp_path)
     export_csv(course, tmp_path / "g.csv")
     assert penalties(course) == {"bob": (8, 0, 0), "carl": (10, 10, 36 * 3600), "alice": (10, 0, 0),
                                  "dora": (1, 1, DAY + 1)}
-    (course / "semester.toml").unlink()  # no rule: dates stay in the gradebook, penalties go
+    semester_file(course, EXAMPLE.replace("[late]\npenalty_per_day = 0.1\nmax_penalty = 0.5\n", ""))  # no penalty
     export_csv(course, tmp_path / "g.csv")
-    assert {s: p for s, (_, p, _) in penalties(course).items()} == {"bob": 0, "carl": 0, "alice": 0, "dora": 0}
+    assert penalties(course) == {"bob": (8, 0, 0), "carl": (10, 0, 36 * 3600), "alice": (10, 0, 0),
+                                 "dora": (1, 0, DAY + 1)}
+
+
+def test_without_a_file_the_gradebook_keeps_what_nbgrader_wrote(course, tmp_path):
+    """A course graded by nbgrader's own autograde with its LateSubmissionPlugin keeps its penalty."""
+    from nbgrader.api import Gradebook
+
+    from grader.authoring.config import COURSE_ID
+    from grader.results.export import export_csv
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", COURSE_ID) as gb:
+        gb.find_submission_notebook(A, A, "carl").late_submission_penalty = 10
+        gb.db.commit()
+    rows = {r["student_id"]: r for r in csv.DictReader(export_csv(course, tmp_path / "g.csv").open(encoding="utf-8"))}
+    assert (rows["carl"]["late_submission_penalty"], rows["carl"]["score"]) == ("10.0", "0.0"), rows["carl"]
 
 
 def test_the_grade_table_shows_penalties_lateness_and_own_due_dates(course):
@@ -198,3 +213,13 @@ def test_the_grade_table_shows_penalties_lateness_and_own_due_dates(course):
     assert "carl / 02_autograd: nothing submitted (due 2026-10-08 21:59 UTC)" in attention, attention
     assert "dora / 02_autograd: nothing submitted" in attention and "bob / 02_autograd: nothing" not in attention
     assert "02_autograd: 1 of 4 student(s) (due 2026-10-08 21:59 UTC)" in attention, attention
+
+
+def test_build_refuses_a_file_naming_an_assignment_the_course_lacks(tmp_path):
+    from classroom import FIXTURE
+
+    from grader.authoring.assembly import GraderError, build
+
+    root = semester_file(tmp_path / "course", '[assignments.01_tensors]\ndue = "2026-10-01T23:59:00Z"\n')
+    with pytest.raises(GraderError, match=r"semester.toml, line 1: unknown assignment '01_tensors'; the course has 01_fixture"):
+        build(root, FIXTURE.parent)

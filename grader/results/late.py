@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from ..authoring.coursedir import CourseDir
-from ..authoring.semester import Semester, late_penalty, load_semester, parse_stamp
+from ..authoring.semester import SEMESTER_FILE, Semester, late_penalty, load_semester, parse_stamp
 
 __all__ = ["apply_semester", "lateness", "semester_of", "sync"]
 
@@ -65,13 +65,15 @@ def apply_semester(gb, semester: Semester) -> int:
 
 
 def sync(course: CourseDir) -> Semester:
-    """Load the semester file and write it into the course's gradebook (when there is one); return it."""
+    """Load the semester file and write it into the course's gradebook; return it. Without a file the
+    gradebook is left as it is (penalties that nbgrader's own autograde wrote stay); a file without
+    a [late] table clears every penalty."""
     from nbgrader.api import Gradebook
 
     from ..authoring.config import load_config, nbgrader_api
 
     semester = semester_of(course)
-    if course.gradebook.is_file():
+    if course.gradebook.is_file() and (course.root / SEMESTER_FILE).is_file():
         api = nbgrader_api(course.root.resolve())  # also puts alembic on PATH, which Gradebook may run
         with Gradebook(api.coursedir.db_url, load_config(course.root.resolve()).CourseDirectory.course_id) as gb:
             apply_semester(gb, semester)
