@@ -3,7 +3,8 @@
 Each test runs ``python -m grader`` in a subprocess on the fixture course, as a user types it:
 ``--root`` before or after the command and named in every suggested command; an unknown
 assignment is one line and exit status 2; collect's lines, counts and re-collects; autograde with
-nothing new; absent submissions listed only once due; failure reasons whole.
+nothing new; absent submissions listed only once due; failure reasons whole; a semester file
+(due dates, late rule, an extension) written after grading: penalties without a regrade.
 """
 from __future__ import annotations
 
