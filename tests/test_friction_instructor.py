@@ -3,7 +3,8 @@
 Each test runs ``python -m grader`` in a subprocess on the fixture course, as a user types it:
 ``--root`` before or after the command and named in every suggested command; an unknown
 assignment is one line and exit status 2; collect's lines, counts and re-collects; autograde with
-nothing new; absent submissions listed only once due; failure reasons whole.
+nothing new; absent submissions listed only once due; failure reasons whole; a semester file
+(due dates, late rule, an extension) written after grading: penalties without a regrade.
 """
 from __future__ import annotations
 
@@ -167,3 +168,50 @@ def test_a_long_reason_is_cut_between_words_with_an_ellipsis(tmp_path):
     assert line.endswith(" ..."), line
     shown = line.split("test_long: ")[1].removesuffix(" ...").split(" ")
     assert 20 < len(shown) < len(words) and shown == words[:len(shown)], line
+
+
+def test_a_semester_file_sets_penalties_and_extensions_without_regrading(course, tmp_path):
+    """Due dates, the late rule and an extension written after grading: the next autograde regrades
+    nothing, and the table, nbgrader's gradebook and the CSV export all carry the penalties."""
+    from classroom import student_scores
+    from grader.authoring.semester import parse_stamp
+
+    root, inbox = course
+    grader("--root", root, "collect", inbox)
+    assert grader("--root", root, "autograde", "--quiet").returncode == 0  # nothing new after the test above
+    stamp = parse_stamp((root / "submitted" / "ann" / A / "timestamp.txt").read_text(encoding="utf-8"))
+    iso = lambda when: when.isoformat(timespec="seconds")  # noqa: E731
+    (root / "semester.toml").write_text(
+        f'[assignments.{A}]\ndue = "{iso(stamp - timedelta(hours=36))}"\n'  # ann: 1.5 days late
+        f'[assignments.{B}]\ndue = "{iso(stamp + timedelta(days=7))}"\n'
+        "[late]\npenalty_per_day = 0.1\n"
+        f'[extensions.dan]\n{A} = "{iso(stamp + timedelta(days=1))}"\n', encoding="utf-8")
+    try:
+        run = grader("--root", root, "autograde", "--quiet")
+        assert run.returncode == 0 and "nothing new to grade" in run.stderr, run.stdout + run.stderr
+        raw = student_scores(root)
+        assert raw["ann"] == 6 and raw["bob"] == 0 and raw["eve"] >= 1.2, raw  # as class_of describes them
+        expected = {"ann": 1.2, "bob": 0.0, "dan": 0.0, "eve": 1.2, "fay": 0.0}  # 20% of 6; bob, fay: never past 0
+        from nbgrader.api import Gradebook
+
+        with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+            found = {s.student.id: s.late_submission_penalty for s in gb.assignment_submissions(A)}
+            assert gb.find_submission(A, "dan").total_seconds_late == 0  # the extension, as nbgrader reads it
+        assert found == pytest.approx(expected), found
+        row = next(line for line in run.stdout.splitlines() if line.startswith("ann "))
+        assert "6/6 late -1.2" in row, run.stdout
+        late = run.stdout.split("late submissions:\n")[1].split("\n\n")[0].splitlines()
+        assert [line.split(":")[0].strip() for line in late] == [f"{s} / {A}" for s in ("ann", "bob", "eve", "fay")]
+        assert late[0].strip().startswith(f"ann / {A}: 1 d 12 h "), late  # dan: on time, by his extension
+        done = grader("--root", root, "export", "--to", tmp_path / "grades.csv")
+        assert done.returncode == 0, done.stderr
+        import csv
+
+        rows = {r["student_id"]: r for r in csv.DictReader((tmp_path / "grades.csv").open(encoding="utf-8"))
+                if r["assignment"] == A}
+        for student, penalty in expected.items():
+            row = rows[student]
+            assert (float(row["late_submission_penalty"]), float(row["score"])) \
+                == pytest.approx((penalty, raw[student] - penalty)), row
+    finally:
+        (root / "semester.toml").unlink()

@@ -78,6 +78,9 @@ def build(root: Path, course: Path | None = None) -> list[str]:
         for support in support_files(notebook):
             shutil.copyfile(support, target.parent / support.name)
         ids.append(assignment)
+    from .semester import load_semester
+
+    load_semester(root, CourseDir(root).assignments())  # a wrong semester file is said now, not at autograde
     return ids
 
 
@@ -117,5 +120,8 @@ def release(root: Path, selected: list[str] | None = None) -> list[Path]:
             raise GraderError(f"nbgrader could not put {assignment} into the exchange "
                               f"({CourseDir(root).exchange}):\n{log[-3000:]}")
         out.append(CourseDir(root).released_notebook(assignment))
+    from ..results.late import sync
+
+    sync(CourseDir(root))  # the semester file's due dates into the gradebook, where formgrader reads them
     return out
 

@@ -2,6 +2,7 @@
 
     ROOT/nbgrader_config.py                        written by `build` (grader.authoring.config)
     ROOT/gradebook.db                              nbgrader's gradebook
+    ROOT/semester.toml                             due dates, late rule, extensions (the instructor's; grader.authoring.semester)
     ROOT/source/<assignment>/<assignment>.ipynb    the instructor's notebook, with support files
     ROOT/release/<assignment>/                     what students get (nbgrader generate_assignment)
     ROOT/exchange/                                 nbgrader's exchange (release_assignment, submit)

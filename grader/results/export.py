@@ -80,8 +80,11 @@ class SafeCsvExport(ExportPlugin):
 def export_csv(root: Path, to: Path | None = None) -> Path:
     """Write ``assignment,duedate,timestamp,student_id,...,score,max_score`` rows; return the path."""
     from ..authoring.config import load_config, nbgrader_api
+    from ..authoring.coursedir import CourseDir
+    from .late import sync
 
     root = root.resolve()
+    sync(CourseDir(root))  # penalties from the semester file as it is now
     target = (to or root / "grades.csv").resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
     api = nbgrader_api(root)

@@ -4,15 +4,21 @@ has not submitted, and each submission's failed tests with their reasons in full
 A missing submission is a problem only once its assignment is due: past the gradebook's due date
 each absent student gets a "nothing submitted" line under "needs attention"; before it, or when
 the assignment has no due date, one line per assignment counts the students who have not
-submitted (a class of 200 does not get 200 lines for homework not yet due)."""
+submitted (a class of 200 does not get 200 lines for homework not yet due). A student's own due
+date is their extension when the semester file gives one (:mod:`grader.authoring.semester`).
+
+A late submission's cell shows its raw score and the penalty (``6/6 late -1.2``: the final score
+is 4.8), and a "late submissions" section says by how much each was late."""
 from __future__ import annotations
 
+import math
 from datetime import datetime, timezone
 from pathlib import Path
 
 from ..authoring.coursedir import CourseDir
 from ..engine.outputs import printable
 from .gradebook import Outcome
+from .late import lateness, semester_of
 
 __all__ = ["ATTENTION", "grade_table"]
 
@@ -28,17 +34,25 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
     by = {(o.student, o.assignment): o for o in results}
     width = max([len("student"), *(len(printable(s)) for s in rows)])
     lines = ["student".ljust(width) + "".join(f"  {n:>14}" for n in names)]
-    attention, failures, absent = [], [], {name: 0 for name in names}
-    due, now = due_dates(course), datetime.now(timezone.utc)
+    attention, failures, absent, late = [], [], {name: 0 for name in names}, []
+    due, now, semester = due_dates(course), datetime.now(timezone.utc), semester_of(course)
+    due |= semester.due
     for student in rows:
         cells = []
         for name in names:
             o = by.get((student, name))
-            cells.append(f"  {f'{o.score:g}/{o.max_score:g}' if o else '-':>14}")
-            where = f"{student} / {name}"
+            where, own = f"{student} / {name}", semester.due_for(student, name, due.get(name))
+            seconds, penalty = lateness(semester, student, name, o.timestamp, due.get(name), o.score, o.max_score) if o \
+                else (0.0, 0.0)
+            score = f"{o.score:g}/{o.max_score:g}" + (f" late -{penalty:g}" if penalty else "") if o else "-"
+            cells.append(f"  {score:>14}")
+            if seconds:
+                late.append(f"{where}: {_duration(seconds)} late (due {own:%Y-%m-%d %H:%M} UTC"
+                            + (", extended" if (student, name) in semester.extensions else "")
+                            + f"), penalty {penalty:g} of {o.max_score:g} points")
             if o is None:
-                if name in due and due[name] <= now:
-                    attention.append(f"{where}: nothing submitted (due {due[name]:%Y-%m-%d %H:%M} UTC)")
+                if own is not None and own <= now:
+                    attention.append(f"{where}: nothing submitted (due {own:%Y-%m-%d %H:%M} UTC)")
                 else:
                     absent[name] += 1
                 continue
@@ -47,6 +61,8 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
             attention += [f"{where}: {_for_instructor(r)}" for r in dict.fromkeys(reasons)]
             failures += _failures(where, o.tests)
         lines.append(printable(student).ljust(width) + "".join(cells))
+    if late:
+        lines += ["", "late submissions:"] + [f"  {line}" for line in late]
     if attention:
         lines += ["", "needs attention:"] + [f"  {line}" for line in attention]
     waiting = [f"{name}: {n} of {len(rows)} student(s) "
@@ -58,6 +74,14 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
         lines += ["", "failed tests (the reason as the student reads it in their feedback):"] \
             + [f"  {line}" for line in failures]
     return "\n".join(map(printable, lines))  # student ids and reasons: no escape sequence reaches the terminal
+
+
+def _duration(seconds: float) -> str:
+    """``2 d 3 h 15 min`` (minutes rounded up: one second late is 1 min late)."""
+    minutes = math.ceil(seconds / 60)
+    days, rest = divmod(minutes, 1440)
+    parts = [f"{days} d" if days else "", f"{rest // 60} h" if rest // 60 else "", f"{rest % 60} min" if rest % 60 else ""]
+    return " ".join(p for p in parts if p)
 
 
 def _whole_words(text: str, limit: int = 400) -> str:

@@ -22,6 +22,7 @@ from ..engine.cleanup import remove_orphans
 from ..engine.references import References
 from ..engine.seal import course_key
 from ..results.gradebook import Outcome, outcomes as _outcomes, save_or_report
+from ..results.late import semester_of, sync
 from .jobs import Assignment, GradeJob, ReferenceJob, failed_result, run_grade_job, run_reference_job
 from .runner import WorkerLost, open_runner
 from .pending import gradebook_scores, pending_submissions, reference_plan
@@ -93,6 +94,7 @@ def autograde(root: Path, *, assignments: list[str] | None = None, students: lis
             raise SandboxUnavailable(f"cannot isolate student code: {why}. To grade without isolation anyway "
                                      "(only for code you trust), pass --unsafe.")
     _require_submissions(course, students)
+    semester_of(course)  # a wrong semester file is said before any kernel runs
     api = nbgrader_api(course.root)  # also puts alembic on PATH
     db_url, course_id = api.coursedir.db_url, load_config(course.root).CourseDirectory.course_id
     with Gradebook(db_url, course_id) as gb:
@@ -112,6 +114,7 @@ def autograde(root: Path, *, assignments: list[str] | None = None, students: lis
     if todo:
         with open_runner(workers=workers, scheduler=scheduler) as runner, Gradebook(db_url, course_id) as gb:
             batch.run(runner, gb, todo, [a for a in stale if any(a == t for _, t in todo)], seconds)
+    sync(course)  # due dates, extensions, penalties: from timestamps and the semester file, no kernel rerun
     graded = Outcomes(_with_unsaved(_outcomes(course, names, students), batch.unsaved), pending=len(todo))
     if batch.failed:
         raise ReferenceFailed("; ".join(f"the reference run of {assignment} failed, so its submissions were not "
