@@ -53,8 +53,11 @@ def cmd_release(args) -> int:
 
     if args.build or not CourseDir(args.root).assignments():
         build(args.root, args.course)
+    from .results.late import sync
+
     for path in release(args.root, _named(args, args.assignment)):
         print(f"released {path}")
+    sync(CourseDir(args.root))  # the semester file's due dates into the gradebook, where formgrader reads them
     return 0
 
 

@@ -120,8 +120,5 @@ def release(root: Path, selected: list[str] | None = None) -> list[Path]:
             raise GraderError(f"nbgrader could not put {assignment} into the exchange "
                               f"({CourseDir(root).exchange}):\n{log[-3000:]}")
         out.append(CourseDir(root).released_notebook(assignment))
-    from ..results.late import sync
-
-    sync(CourseDir(root))  # the semester file's due dates into the gradebook, where formgrader reads them
     return out
 
