@@ -97,3 +97,22 @@ def in_loop_or_function(code: str) -> list[int]:
                       and isinstance(node.func, ast.Name) and node.func.id == "record"
                       and _points_argument(node) is not None]
     return sorted(set(lines))
+
+
+def visible_apart(cell) -> list:
+    """For the gate's stub runs: a graded test cell with shares as two cells, its visible part as a
+    plain code cell (that it fails on the stub stops nothing) and then the test cell holding its
+    hidden part(s) only. So every key is recorded on the stub unless the stub stops it, and a key
+    that matches there (a share given for nothing) shows as points. Any other cell: ``[cell]``."""
+    import copy
+
+    import nbformat
+
+    from .course import HIDDEN_BEGIN, HIDDEN_END, is_test, split_hidden, without_hidden
+
+    pieces = split_hidden(cell.get("source", "")) if is_test(cell) else []
+    if not any(share is not None for code, hidden in pieces if hidden for _, share in declared_shares(code)):
+        return [cell]
+    test = copy.deepcopy(cell)
+    test.source = "\n".join(f"### {HIDDEN_BEGIN}\n{code}\n### {HIDDEN_END}" for code, hidden in pieces if hidden)
+    return [nbformat.v4.new_code_cell(without_hidden(cell.source)), test]
