@@ -226,13 +226,13 @@ def _verdict(gid: str, points: float, run: CellRun | None, expected: dict | None
     if expected is None:
         problems.append(f"no reference values for {gid!r}; run the reference again")
         return result("error", "This test could not be graded (no reference values).")
+    if has_shares(expected) and run.records and None not in run.records:
+        return _partial_verdict(result, points, run, expected)  # also when it stopped part-way
     if run.status != "ok":
         return result(run.status, test_reason(run.status, run.part, run.error))
     if None in run.records:
         return result("failed", f"The values this test recorded were over the grader's size limit "
                                 f"({RECORD_LIMITS}), so they were not compared.")
-    if has_shares(expected):
-        return _partial_verdict(result, points, run, expected)
     ok, why = check_records(expected, run.payloads())
     status = "passed" if ok else "failed"
     return result(status, test_reason(status, run.part, run.error, why))
