@@ -25,7 +25,7 @@ from .merge import Merged, Role, merge, read_submission
 from .notebook_run import RECORD_LIMITS, run_notebook, scrub_tainted
 from .references import References, sha256_of
 from .sandbox import Limits, SandboxUnavailable, sandbox_status
-from .shares import earned, has_shares
+from .shares import TOLERANCE, earned, has_shares
 from .verdicts import check_records, collect, failing_keys, key_problems, test_reason
 
 __all__ = ["Limits", "TestResult", "NotebookResult", "References", "ReferenceRunError",
@@ -140,7 +140,7 @@ def _check_shares(where: str, cell: dict, points: float) -> None:
     if given and len(given) != len(cell):
         raise ReferenceRunError(f"{where} gave points= to {len(given)} of its {len(cell)} record() calls; "
                                 "give every record() call of the cell a share, or none")
-    if given and abs(sum(given) - points) > 1e-9:
+    if given and abs(sum(given) - points) > TOLERANCE:
         raise ReferenceRunError(f"{where} recorded shares adding up to {sum(given):g}, but the cell is worth "
                                 f"{points:g} points; make the points= of its record() calls add up to {points:g}")
 
@@ -239,7 +239,11 @@ def _verdict(gid: str, points: float, run: CellRun | None, expected: dict | None
 
 
 def _partial_verdict(result, points: float, run: CellRun, expected: dict) -> TestResult:
-    """A cell whose keys carry shares (grader.engine.shares): the shares of the keys that match."""
+    """A cell whose keys carry shares (grader.engine.shares): the shares of the keys that match.
+
+    The status stays what happened ("failed", or "error"/"timeout"/"crashed" when the cell stopped
+    part-way), with the points earned and a reason that starts "Partly right" when they are > 0;
+    "passed" only when every key matched in a cell that ran to its end."""
     problems, recorded = key_problems(expected, run.payloads())
     stopped = run.status != "ok"
     share, keys = earned(expected, problems, recorded, stopped)
@@ -249,6 +253,7 @@ def _partial_verdict(result, points: float, run: CellRun, expected: dict) -> Tes
     wrong = "; ".join(why for why in problems.values() if why)
     reason = test_reason(status, run.part, run.error, wrong)
     test = result(status, reason)
+    test.failed_keys = [key for key in expected if key not in keys]
     if share > 0:
         test.points = min(share, points)
         test.reason = (f"Partly right: {len(keys)} of {len(expected)} hidden checks passed. " + reason)

@@ -15,14 +15,15 @@ recorded before it stopped. A payload for a later key can only come from the stu
 hidden part never got there), so it earns nothing; and the stop itself never earns anything, it
 only costs the keys that were not reached.
 
-:func:`declared_shares` reads the shares from a cell's source (the gate and the stubbed
-walk-through use it); nothing here runs a kernel.
+:func:`declared_shares` reads the shares from a cell's source (the gate's check (f) and its
+stubbed walk-through, :func:`visible_apart`, use it); nothing here runs a kernel or imports torch.
 """
 from __future__ import annotations
 
 import ast
 
-__all__ = ["TOLERANCE", "declared_shares", "in_loop_or_function", "share_of", "has_shares", "earned"]
+__all__ = ["TOLERANCE", "declared_shares", "in_loop_or_function", "share_of", "has_shares", "earned",
+           "visible_apart"]
 
 TOLERANCE = 1e-9  # shares and cell points are compared with this slack (floats: 0.1 + 0.2)
 
