@@ -6,7 +6,9 @@ when it raises nothing, so without help every recorded value would pass. ``nbgra
 puts :class:`CheckRecords` right after nbgrader's ``Execute`` step: it compares each graded test
 cell's records with the reference values of the instructor's solution
 (``references/<assignment>.json``, computed once and reused, exactly as ``course-grader autograde``
-does) and gives every cell that does not match an error output, which nbgrader scores 0. A test cell's
+does) and gives every cell that does not match an error output, which nbgrader scores 0; a cell whose
+keys carry shares (:mod:`grader.engine.shares`) gets the shares it earned as its ``execute_result``,
+which nbgrader reads as partial credit. A test cell's
 stderr text becomes stdout: stock nbgrader would score a warning as a failure, course-grader does not.
 
 Stock nbgrader runs students' code unsandboxed, as the instructor, in the course directory: a
