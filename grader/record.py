@@ -28,7 +28,8 @@ ENV_FLAG = unattended.COURSE_GRADER_RECORD
 T = TypeVar("T")
 
 
-def record(key: str, value: T, what: str = "", *, rtol: float = 0.0, atol: float = 0.0) -> T:
+def record(key: str, value: T, what: str = "", *, rtol: float = 0.0, atol: float = 0.0,
+           points: float | None = None) -> T:
     """Report ``value`` under ``key`` for grading, and return it unchanged.
 
     key: a name unique within the test cell.
@@ -40,6 +41,10 @@ def record(key: str, value: T, what: str = "", *, rtol: float = 0.0, atol: float
     rtol, atol: how far a student's value may be from the solution's: |s - r| <= atol + rtol*|r|
         elementwise for floating tensors and floats; 0 means exact. Shapes, dtypes and types
         always have to match exactly.
+    points: this key's share of the test cell's points (partial credit, :mod:`grader.engine.shares`):
+        give it to every record() call of the cell or to none; the shares add up to the cell's
+        points. None: the cell is all or nothing. As with tolerances, only the share the
+        reference run recorded counts.
     """
     if not isinstance(key, str) or not key:
         raise ValueError("record() needs a non-empty string key")
@@ -47,8 +52,13 @@ def record(key: str, value: T, what: str = "", *, rtol: float = 0.0, atol: float
         raise ValueError("record() takes the description `what` as a string")
     if rtol < 0 or atol < 0:
         raise ValueError("record() tolerances must be >= 0")
+    if points is not None and (type(points) not in (int, float) or not points >= 0):
+        raise ValueError(f"record() takes points= as a number >= 0 (this key's share of the cell's points), "
+                         f"not {points!r}")
     if os.environ.get(ENV_FLAG) == "1" or os.environ.get(unattended.NBGRADER_EXECUTION) == "autograde":
         payload = {"key": key, "value": encode(value), "what": what, "rtol": float(rtol), "atol": float(atol)}
+        if points is not None:
+            payload["points"] = float(points)
         from IPython.display import display
 
         display({MIME_TYPE: payload}, raw=True)

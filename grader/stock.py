@@ -6,7 +6,9 @@ when it raises nothing, so without help every recorded value would pass. ``nbgra
 puts :class:`CheckRecords` right after nbgrader's ``Execute`` step: it compares each graded test
 cell's records with the reference values of the instructor's solution
 (``references/<assignment>.json``, computed once and reused, exactly as ``course-grader autograde``
-does) and gives every cell that does not match an error output, which nbgrader scores 0. A test cell's
+does) and gives every cell that does not match an error output, which nbgrader scores 0; a cell whose
+keys carry shares (:mod:`grader.engine.shares`) gets the shares it earned as its ``execute_result``,
+which nbgrader reads as partial credit. A test cell's
 stderr text becomes stdout: stock nbgrader would score a warning as a failure, course-grader does not.
 
 Stock nbgrader runs students' code unsandboxed, as the instructor, in the course directory: a
@@ -34,7 +36,8 @@ from .engine.answer_rules import source_reason, test_cell_problems
 from .engine.course import is_test, nbgrader_meta
 from .engine.references import References, sha256_of
 from .engine.seal import course_key
-from .engine.verdicts import check_records, test_reason
+from .engine.shares import earned, has_shares
+from .engine.verdicts import check_records, key_problems, test_reason
 from .record import MIME_TYPE
 
 __all__ = ["CheckRecords", "GuardedExporter", "autograde_preprocessors", "ERROR_NAME", "OPT_IN"]
@@ -153,6 +156,9 @@ class CheckRecords(Preprocessor):
         for output in cell.outputs:  # a warning is not a failure (course-grader agrees); nbgrader
             if output.get("output_type") == "stream" and output.get("name") == "stderr":
                 output["name"] = "stdout"  # scores any stderr text 0: keep the text, not the penalty
+        if expected is not None and has_shares(expected) and not read:
+            CheckRecords.score_shares(cell, expected, payloads)
+            return
         if any(o.get("output_type") == "error" for o in cell.outputs):
             return  # nbgrader already scores it 0
         if expected is None:
@@ -164,3 +170,31 @@ class CheckRecords(Preprocessor):
             reason = test_reason("failed", "hidden", "", why) if not ok else source_reason(list(read))
         cell.outputs.append(nbformat.v4.new_output("error", ename=ERROR_NAME, evalue=reason,
                                                    traceback=[f"{ERROR_NAME}: {reason}"]))
+
+    @staticmethod
+    def score_shares(cell, expected: dict, payloads: list) -> None:
+        """A cell whose keys carry shares (grader.engine.shares), scored as course-grader scores it.
+
+        nbgrader reads a partial score from a test cell's ``execute_result`` (a number as text/plain,
+        nbgrader.utils.determine_grade): that output is added here, after a line saying which checks
+        failed, and the cell's error (the hidden part stopped) becomes that line's last sentence."""
+        errors = [o for o in cell.outputs if o.get("output_type") == "error"]
+        problems, recorded = key_problems(expected, payloads)
+        share, keys = earned(expected, problems, recorded, bool(errors))
+        points = float(cell.metadata["nbgrader"]["points"])
+        if not errors and len(keys) == len(expected):
+            return
+        wrong = "; ".join(why for why in problems.values() if why)
+        reason = (f"Partly right: {len(keys)} of {len(expected)} hidden checks passed. "
+                  f"{test_reason('failed', 'hidden', '', wrong) if wrong else ''}").strip()
+        if errors:
+            reason += f" The test stopped with {errors[0].get('ename', 'an error')}."
+        if share <= 0:
+            if not errors:
+                cell.outputs.append(nbformat.v4.new_output("error", ename=ERROR_NAME, evalue=reason,
+                                                           traceback=[f"{ERROR_NAME}: {reason}"]))
+            return
+        cell.outputs = [o for o in cell.outputs if o.get("output_type") not in ("error", "execute_result")]
+        cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=reason + "\n"))
+        cell.outputs.append(nbformat.v4.new_output("execute_result", data={"text/plain": repr(min(share, points))},
+                                                   execution_count=cell.get("execution_count")))

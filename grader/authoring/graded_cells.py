@@ -22,8 +22,9 @@ import ast
 
 from ..engine.answer_rules import rule_problems
 from ..engine.course import HIDDEN_BEGIN, HIDDEN_END, RECORD_IMPORT, cell_points, is_test, nbgrader_meta, split_hidden
+from ..engine.shares import TOLERANCE, declared_shares, in_loop_or_function
 
-__all__ = ["graded_cell_problems", "who_decides", "COMPARING_CALLS"]
+__all__ = ["graded_cell_problems", "share_problems", "who_decides", "COMPARING_CALLS"]
 
 # Names of functions that compare values; any attribute chain through ``testing`` counts too.
 COMPARING_CALLS = {"assert_close", "assert_allclose", "assert_equal", "assert_array_equal", "equal",
@@ -116,6 +117,31 @@ def graded_cell_problems(cell) -> list[str]:
                         "recording the student's results on fresh inputs")
     for code, hidden in pieces:
         problems += _hidden_problems(code, label) if hidden else _visible_problems(code, label)
+    return problems + share_problems(cell)
+
+
+def share_problems(cell) -> list[str]:
+    """Partial credit (:mod:`grader.engine.shares`): ``points=`` on every record() call of the cell or
+    on none, each a number literal >= 0, adding up to the cell's points."""
+    label = f"test cell {nbgrader_meta(cell).get('grade_id', '?')!r}"
+    hidden = [code for code, is_hidden in split_hidden(cell.get("source", "")) if is_hidden]
+    shares = [share for code in hidden for _, share in declared_shares(code)]
+    if all(share is None for share in shares):
+        return []
+    problems = [f"{label}: record() on line {line} of a hidden part gives points= that is not a number literal "
+                ">= 0; write the key's share as a number, e.g. points=1"
+                for code in hidden for line, share in declared_shares(code) if share == "not a number"]
+    problems += [f"{label}: record(..., points=) on line {line} of a hidden part is inside a loop or function, "
+                 "so the grader cannot tell how many keys it records; write one record() call per key"
+                 for code in hidden for line in in_loop_or_function(code)]
+    if None in shares:
+        problems.append(f"{label}: {shares.count(None)} of its {len(shares)} record() calls give no points=; "
+                        "give every record() call of the cell a share, or none (all or nothing)")
+    numbers = [share for share in shares if isinstance(share, float)]
+    if not problems and abs(sum(numbers) - cell_points(cell)) > TOLERANCE:
+        problems.append(f"{label}: the points= of its record() calls add up to {sum(numbers):g}, but the cell is "
+                        f"worth {cell_points(cell):g} points; change the shares (or the cell's points) so that "
+                        "they agree")
     return problems
 
 

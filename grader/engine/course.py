@@ -305,8 +305,12 @@ def stubbed_walkthrough(nb: NotebookNode) -> NotebookNode:
     For each exercise, in order: its cells with the solution cells stubbed (as plain code cells)
     and its graded test cells renamed ``gate-stubbed:<grade_id>``; then the same span again with
     the real solutions and without the tests, so later exercises start from the state the
-    solutions leave. Cells after the last exercise are dropped. Each renamed test must fail.
+    solutions leave. Cells after the last exercise are dropped. Each renamed test must fail; one
+    whose keys carry shares runs its hidden part even when its visible part fails on the stub
+    (:func:`grader.engine.shares.visible_apart`), so that each key must fail there on its own.
     """
+    from .shares import visible_apart
+
     found = exercises(nb)
     out = copy.deepcopy(nb)
     out.cells = []
@@ -327,7 +331,7 @@ def stubbed_walkthrough(nb: NotebookNode) -> NotebookNode:
             elif is_test(cell):
                 cell.metadata.nbgrader["grade_id"] = STUBBED_PREFIX + nbgrader_meta(cell)["grade_id"]
                 cell.id = nbformat.v4.new_code_cell().id
-            out.cells.append(cell)
+            out.cells += visible_apart(cell)  # a cell with shares: its hidden part runs on the stub too
         for cell in span:
             if not is_test(cell):
                 cell = copy.deepcopy(cell)

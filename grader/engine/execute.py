@@ -26,7 +26,8 @@ from .merge import Merged, Role, merge, read_submission
 from .notebook_run import RECORD_LIMITS, run_notebook, scrub_tainted
 from .references import References, sha256_of
 from .sandbox import Limits, SandboxUnavailable, sandbox_status
-from .verdicts import check_records, collect, failing_keys, test_reason
+from .shares import TOLERANCE, earned, has_shares
+from .verdicts import check_records, collect, failing_keys, key_problems, test_reason
 
 __all__ = ["Limits", "TestResult", "NotebookResult", "References", "ReferenceRunError",
            "SandboxUnavailable", "sandbox_status", "run_reference", "save_reference", "grade", "validate",
@@ -121,9 +122,28 @@ def run_reference(source: Path, *, workdir: Path, limits: Limits = Limits(),
             raise ReferenceRunError(f"{where} recorded {twice[0]!r} more than once; use "
                                     "distinct keys")
         cells[role.grade_id] = {k: {"value": v[0]["value"], "what": _text(v[0].get("what")),
-                                    "rtol": float(v[0].get("rtol", 0)), "atol": float(v[0].get("atol", 0))}
+                                    "rtol": float(v[0].get("rtol", 0)), "atol": float(v[0].get("atol", 0)),
+                                    **_share(v[0])}
                                 for k, v in by_key.items()}
+        _check_shares(where, cells[role.grade_id], cell_points(nb.cells[i]))
     return References(cells, sha256_of(source), round(time.monotonic() - started, 2))
+
+
+def _share(payload: dict) -> dict:
+    """{"points": share} when the trusted run's record gave one (partial credit), else {}."""
+    points = payload.get("points")
+    return {"points": float(points)} if type(points) in (int, float) else {}
+
+
+def _check_shares(where: str, cell: dict, points: float) -> None:
+    """Shares (grader.engine.shares): on every key of a cell or on none, adding up to its points."""
+    given = [ref["points"] for ref in cell.values() if "points" in ref]
+    if given and len(given) != len(cell):
+        raise ReferenceRunError(f"{where} gave points= to {len(given)} of its {len(cell)} record() calls; "
+                                "give every record() call of the cell a share, or none")
+    if given and abs(sum(given) - points) > TOLERANCE:
+        raise ReferenceRunError(f"{where} recorded shares adding up to {sum(given):g}, but the cell is worth "
+                                f"{points:g} points; make the points= of its record() calls add up to {points:g}")
 
 
 def save_reference(source: Path, target: Path, *, limits: Limits = Limits(),
@@ -207,6 +227,8 @@ def _verdict(gid: str, points: float, run: CellRun | None, expected: dict | None
     if expected is None:
         problems.append(f"no reference values for {gid!r}; run the reference again")
         return result("error", "This test could not be graded (no reference values).")
+    if has_shares(expected) and run.records and None not in run.records:
+        return _partial_verdict(result, points, run, expected)  # also when it stopped part-way
     if run.status == "error":
         trace = next((o.get("traceback") for o in reversed(run.outputs) if o.get("output_type") == "error"), None)
         own = raised_in_answer(trace) if isinstance(trace, list) else None
@@ -220,6 +242,28 @@ def _verdict(gid: str, points: float, run: CellRun | None, expected: dict | None
     ok, why = check_records(expected, run.payloads())
     status = "passed" if ok else "failed"
     return result(status, test_reason(status, run.part, run.error, why))
+
+
+def _partial_verdict(result, points: float, run: CellRun, expected: dict) -> TestResult:
+    """A cell whose keys carry shares (grader.engine.shares): the shares of the keys that match.
+
+    The status stays what happened ("failed", or "error"/"timeout"/"crashed" when the cell stopped
+    part-way), with the points earned and a reason that starts "Partly right" when they are > 0;
+    "passed" only when every key matched in a cell that ran to its end."""
+    problems, recorded = key_problems(expected, run.payloads())
+    stopped = run.status != "ok"
+    share, keys = earned(expected, problems, recorded, stopped)
+    if not stopped and len(keys) == len(expected):
+        return result("passed", test_reason("passed", run.part, run.error))
+    status = run.status if stopped else "failed"
+    wrong = "; ".join(why for why in problems.values() if why)
+    reason = test_reason(status, run.part, run.error, wrong)
+    test = result(status, reason)
+    test.failed_keys = [key for key in expected if key not in keys]
+    if share > 0:
+        test.points = min(share, points)
+        test.reason = (f"Partly right: {len(keys)} of {len(expected)} hidden checks passed. " + reason)
+    return test
 
 
 def _first_line(text: str, limit: int = 200) -> str:

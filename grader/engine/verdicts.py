@@ -24,9 +24,10 @@ import torch
 
 from ..values import decode, tensor_device
 
-__all__ = ["Expected", "collect", "compare", "check_records", "failing_keys", "exception_name", "test_reason"]
+__all__ = ["Expected", "collect", "compare", "check_records", "failing_keys", "key_problems", "exception_name",
+           "test_reason"]
 
-Expected = dict  # key -> {"value": tree, "what": str, "rtol": float, "atol": float}
+Expected = dict  # key -> {"value": tree, "what": str, "rtol": float, "atol": float[, "points": share]}
 BUILTIN_EXCEPTIONS = frozenset(name for name, obj in vars(builtins).items()
                                if isinstance(obj, type) and issubclass(obj, BaseException))
 
@@ -74,6 +75,13 @@ def failing_keys(expected: dict[str, dict], payloads: list) -> list[str]:
     with a matching value: what the class report counts per hidden check."""
     by_key, _ = collect(payloads)
     return [key for key, ref in expected.items() if _key_problem(key, ref, by_key.get(key, []))]
+
+
+def key_problems(expected: dict[str, dict], payloads: list) -> tuple[dict[str, str], set[str]]:
+    """(reference key -> why it does not match, "" when it does; the keys recorded at least once)."""
+    by_key, _ = collect(payloads)
+    return ({key: _key_problem(key, ref, by_key.get(key, [])) for key, ref in expected.items()},
+            {key for key in expected if by_key.get(key)})
 
 
 def exception_name(error: str) -> str:

@@ -5,7 +5,9 @@ For each source notebook:
 (a) graded with its own solutions, it scores full marks;
 (b) the released, unmodified student notebook scores zero on every test;
 (c) each graded test fails when only its own exercise is stubbed (no test passes vacuously);
-    the copy is cut after the exercise's last test cell, so later cells are not run;
+    the copy is cut after the exercise's last test cell, so later cells are not run; a test whose
+    keys carry shares (partial credit) runs its hidden part there even when its visible part fails,
+    and each key must fail on its own: one that matches is named (its share is given for nothing);
 (d) the release holds no solution code and no hidden test text;
 (e) grade_ids are unique and the points add up to the header's ``Total points: N``;
 (f) every graded test cell follows the authoring rules (:mod:`grader.authoring.graded_cells`): its hidden part
@@ -30,6 +32,7 @@ import nbformat
 from ..authoring.assembly import GraderError, build, release
 from ..authoring.graded_cells import graded_cell_problems, who_decides
 from ..engine import course as nbs
+from ..engine.shares import visible_apart
 from .jobs import Assignment, GradeJob, ReferenceJob, run_grade_job, run_reference_job
 from .runner import open_runner
 
@@ -110,9 +113,20 @@ def _grade_job(plan: "_Plan", source: nbs.NotebookNode, submission: nbs.Notebook
 
 
 def _verdicts(result: dict) -> tuple[list[tuple], list[str]]:
-    """[(grade_id, points, max_points, status, reason)] and problems, from a grade job's result."""
-    tests = [(t["grade_id"], t["points"], t["max_points"], t["status"], t["reason"]) for t in result["tests"]]
+    """[(grade_id, points, max_points, status, reason, failed_keys)] and problems, from a grade job's result."""
+    tests = [(t["grade_id"], t["points"], t["max_points"], t["status"], t["reason"], t.get("failed_keys", []))
+             for t in result["tests"]]
     return tests, list(result["problems"])
+
+
+def _free_shares(plan: "_Plan", gid: str, test: tuple) -> str:
+    """For a test with shares (partial credit) that earned points on a stub: which keys matched there,
+    each a share given for nothing (" " + a sentence), else ""."""
+    expected = (plan.references or {}).get("cells", {}).get(gid.removeprefix(nbs.STUBBED_PREFIX), {})
+    free = [f"{key!r} ({ref.get('what') or 'no description'})" for key, ref in expected.items()
+            if "points" in ref and key not in test[5]]
+    return (f" (key {', '.join(free)} of {gid.removeprefix(nbs.STUBBED_PREFIX)!r} matches on the stub: its share "
+            "is given for nothing; record a value that depends on the student's answer)") if free else ""
 
 
 # -- the gate ---------------------------------------------------------------------------------
@@ -124,6 +138,7 @@ class _Plan:
     files: Path
     assignment: Assignment | None = None
     jobs: dict[str, object] = field(default_factory=dict)  # check name -> future
+    references: dict | None = None  # the reference run's values (References.to_dict())
 
 
 def _structure_check(path: Path, report: GateReport) -> nbs.NotebookNode | None:
@@ -198,6 +213,7 @@ def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe:
                 plan.report.add("reference", error is None, error or "the solution runs and every test records a value")
                 say(f"{plan.report.notebook.name}: reference run {'ok' if error is None else 'FAILED'}")
                 if error is None:
+                    plan.references = references
                     _submit_variants(runner, plan, references, limits, unsafe, thorough)
             for plan in plans:
                 _collect_variants(runner, plan, say)
@@ -219,7 +235,8 @@ def _submit_variants(runner, plan: _Plan, refs: dict, limits, unsafe: bool, thor
         return
     for exercise in nbs.exercises(plan.source):
         cut = nbs.truncate(plan.source, exercise.last_cell)
-        plan.jobs[f"c:{exercise.name}"] = submit(cut, nbs.stub(cut, set(exercise.solution_ids)), truncated=True)
+        apart = nbformat.from_dict(dict(cut, cells=[c for cell in cut.cells for c in visible_apart(cell)]))
+        plan.jobs[f"c:{exercise.name}"] = submit(apart, nbs.stub(cut, set(exercise.solution_ids)), truncated=True)
 
 
 def _collect_variants(runner, plan: _Plan, say) -> None:
@@ -239,23 +256,24 @@ def _collect_variants(runner, plan: _Plan, say) -> None:
             plan.report.add("a", not lost and total > 0,
                             f"solution scores {score:g}/{total:g}" + ("; lost: " + "; ".join(lost) if lost else ""))
         elif name == "b":
-            earned = [f"{t[0]} earns {t[1]:g}" for t in tests if t[1] > 0]
+            earned = [f"{t[0]} earns {t[1]:g}{_free_shares(plan, t[0], t)}" for t in tests if t[1] > 0]
             plan.report.add("b", not earned, "; ".join(earned) or f"release scores 0/{sum(t[2] for t in tests):g}")
         elif name == "c":
             for exercise in exercises.values():
                 _add_c(plan.report, exercise, {gid.removeprefix(nbs.STUBBED_PREFIX): t for gid, t in by_id.items()
-                                               if gid.startswith(nbs.STUBBED_PREFIX)})
+                                               if gid.startswith(nbs.STUBBED_PREFIX)}, plan)
         else:
-            _add_c(plan.report, exercises[name], by_id)
+            _add_c(plan.report, exercises[name], by_id, plan)
         say(f"{plan.report.notebook.name}: {name} {'ok' if plan.report.checks[-1].ok else 'FAILED'}")
 
 
-def _add_c(report: GateReport, exercise: nbs.Exercise, by_id: dict) -> None:
+def _add_c(report: GateReport, exercise: nbs.Exercise, by_id: dict, plan: "_Plan | None" = None) -> None:
     """Gate (c) for one exercise, from the verdicts of its tests with only that exercise stubbed."""
     vacuous = [gid for gid in exercise.test_ids if gid in by_id and by_id[gid][1] > 0]
     missing = [gid for gid in exercise.test_ids if gid not in by_id]
+    free = "".join(_free_shares(plan, gid, by_id[gid]) for gid in vacuous) if plan is not None else ""
     detail = (f"{', '.join(vacuous)} still earns points with {', '.join(exercise.solution_ids)} stubbed: "
-              "the test does not depend on the student's answer" if vacuous else
+              f"the test does not depend on the student's answer{free}" if vacuous else
               f"{', '.join(missing)} was not graded" if missing else
               f"fails with {', '.join(exercise.solution_ids)} stubbed")
     report.add(f"c:{exercise.name}", not vacuous and not missing, detail)
