@@ -128,6 +128,18 @@ def test_a_student_fetches_released_feedback_in_the_assignment_list(released, tm
     earned, total = sum(points.values()) - points["test_pairwise"], sum(points.values())
     assert text.startswith(f"{A} (Score: {earned:.1f} / {total:.1f})"), text[:500]
 
+    # the student submits a corrected notebook: the page graded from the first one is not released for it
+    from grader.intake.collect import collect
+
+    nbs.write_notebook(nbs.read_notebook(FIXTURE), student / A / f"{A}.ipynb")
+    again = subprocess.run([sys.executable, "-m", "nbgrader", "submit", A], cwd=student, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr
+    replaced = [i.replaced for i in collect(root, CourseDir(root).exchange).accepted]
+    assert len(replaced) == 1 and replaced[0], replaced
+    code, said = course_grader("release-feedback", "--root", str(root), "--student", me)
+    assert code == 2 and f"{me} / {A}: outdated" in said and f"autograde {A}" in said, said
+
 
 def _screenshot(page, name: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

@@ -79,8 +79,9 @@ def _release_one(api, course: CourseDir, exchange: Path, course_id: str, student
     except OSError:
         secret = ""
     if not secret:
-        return Release(student, assignment, INBOX, "collected from an inbox, not through nbgrader's exchange: "
-                       f"there is nothing to fetch it for; give the student {page} another way (e-mail, LMS)")
+        return Release(student, assignment, INBOX, "collected without nbgrader's submission secret (from an "
+                       "inbox folder or zip, not through the exchange): the student has nothing to fetch it with; "
+                       f"give them {page} another way (e-mail, LMS)")
     generated = _read(folder / TIMESTAMP_FILE)
     if generated != course.timestamp(student, assignment):
         return Release(student, assignment, STALE, f"the feedback is of the submission of {generated or 'unknown'}, "
