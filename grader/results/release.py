@@ -52,6 +52,8 @@ def released_path(root: Path, course_id: str, secret: str, notebook: str) -> Pat
 def release_feedback(root: Path, assignments: list[str] | None = None,
                      students: list[str] | None = None) -> list[Release]:
     """Release the generated feedback of every graded submission (of these assignments and students)."""
+    from nbgrader.exchange.default import Exchange
+
     from ..authoring.config import nbgrader_api
     from .gradebook import outcomes
 
@@ -61,8 +63,6 @@ def release_feedback(root: Path, assignments: list[str] | None = None,
         raise GraderError(f"nothing graded yet in {course.root}; run `{command('autograde', course.root)}`, "
                           f"then `{command('feedback', course.root)}` first")
     api = nbgrader_api(course.root)
-    from nbgrader.exchange.default import Exchange
-
     exchange = Path(Exchange(config=api.config).root)  # c.Exchange.root of the course's nbgrader_config.py
     results = [_release_one(api, course, exchange, api.coursedir.course_id, o.student, o.assignment) for o in done]
     return sorted(results, key=lambda r: (r.assignment, r.student))
