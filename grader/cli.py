@@ -105,6 +105,20 @@ def cmd_feedback(args) -> int:
     return 0
 
 
+def cmd_release_feedback(args) -> int:
+    from .engine.outputs import printable
+    from .results.release import release_feedback
+
+    results = release_feedback(args.root, _named(args, args.names + args.assignment), args.student or None)
+    for r in results:  # student ids are the students' text: no escape sequence reaches the terminal
+        print(printable(f"{r.student} / {r.assignment}: {r.status}: {r.detail}"))
+    released = sum(r.status == "released" for r in results)
+    left = [r for r in results if not r.ok]
+    print(f"{released} released, {len(results) - released - len(left)} collected outside the exchange, "
+          f"{len(left)} to do again")
+    return 2 if left else 0
+
+
 def cmd_export(args) -> int:
     from .results.export import export_csv
 
@@ -231,6 +245,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="regrade submissions already graded")
     grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)))
     p = subcommand("feedback", cmd_feedback, "write HTML feedback per student (hidden tests not shown)")
+    p.add_argument("names", nargs="*", metavar="assignment", help="only these assignments (default: all)")
+    p.add_argument("--assignment", action="append", default=[])
+    p.add_argument("--student", action="append", default=[])
+    p = subcommand("release-feedback", cmd_release_feedback,
+                   "put the feedback into the nbgrader exchange: students fetch it from their Assignments tab")
     p.add_argument("names", nargs="*", metavar="assignment", help="only these assignments (default: all)")
     p.add_argument("--assignment", action="append", default=[])
     p.add_argument("--student", action="append", default=[])

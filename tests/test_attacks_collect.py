@@ -247,6 +247,26 @@ def test_a_timestamp_that_links_elsewhere_is_not_read(course, tmp_path):
     assert kept_tag(course, ME) is None
 
 
+def test_only_a_submission_secret_as_nbgrader_writes_it_is_kept(course, tmp_path):
+    """The secret names the feedback released for a submission (grader/results/release.py): kept when
+    it is nbgrader's hex token; a link (to, say, the course's key) or other text is not read or kept,
+    and the notebook is collected all the same."""
+    inbound = tmp_path / "exchange" / "d2lite" / "inbound"
+    token = "0123456789abcdef" * 8  # as long as nbgrader's secrets.token_hex(64)
+    for student, secret in (("ann", token), ("bob", "../../x"), ("cy", None)):
+        folder = submit(inbound, student, EARLIER, student)
+        if secret is not None:
+            (folder / "submission_secret.txt").write_text(secret)
+    key = tmp_path / "course-key"
+    key.write_text(token[::-1])
+    (inbound / f"cy+{A}+{EARLIER}+x" / "submission_secret.txt").symlink_to(key)
+    collect(course, tmp_path / "exchange", check_owner=False)
+    kept = {s: course / "submitted" / s / A / "submission_secret.txt" for s in ("ann", "bob", "cy")}
+    assert kept["ann"].read_text() == token
+    assert not kept["bob"].exists() and not kept["cy"].exists()
+    assert [kept_tag(course, s) for s in ("ann", "bob", "cy")] == ["ann", "bob", "cy"]
+
+
 # 3. Ids that name one student -------------------------------------------------------------------
 
 def zip_of(path: Path, tag: str) -> Path:

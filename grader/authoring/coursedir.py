@@ -7,7 +7,8 @@
     ROOT/release/<assignment>/                     what students get (nbgrader generate_assignment)
     ROOT/exchange/                                 nbgrader's exchange (release_assignment, submit)
     ROOT/references/<assignment>.json              what the solution recorded (grader.engine.references)
-    ROOT/submitted/<student>/<assignment>/         a collected notebook, timestamp.txt, rejected.json
+    ROOT/submitted/<student>/<assignment>/         a collected notebook, timestamp.txt, rejected.json,
+                                                   submission_secret.txt (collected from an exchange)
     ROOT/replaced/<student>/<assignment>/<time>/   a submission that a later collect replaced
     ROOT/autograded/<student>/<assignment>/        the graded notebook, then the marker, written last
     ROOT/feedback/<student>/<assignment>/          HTML feedback
@@ -21,11 +22,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-__all__ = ["CourseDir", "MARKER", "TIMESTAMP_FILE", "REJECTED_FILE", "timestamp_text"]
+__all__ = ["CourseDir", "MARKER", "TIMESTAMP_FILE", "REJECTED_FILE", "SECRET_FILE", "timestamp_text"]
 
 MARKER = "course-grader.json"       # in autograded/<student>/<assignment>/: graded, against which source
 TIMESTAMP_FILE = "timestamp.txt"    # nbgrader's name: when the submission was made
 REJECTED_FILE = "rejected.json"     # in submitted/<student>/<assignment>/: {file: why collect refused it}
+SECRET_FILE = "submission_secret.txt"  # nbgrader's name: names the feedback released for this submission
 
 
 def timestamp_text(when: datetime) -> str:

@@ -27,7 +27,7 @@ from typing import Callable
 import nbformat
 
 from ..authoring.assembly import GraderError, assignments
-from ..authoring.coursedir import REJECTED_FILE, TIMESTAMP_FILE, CourseDir, timestamp_text
+from ..authoring.coursedir import REJECTED_FILE, SECRET_FILE, TIMESTAMP_FILE, CourseDir, timestamp_text
 from ..engine.course import nbgrader_meta
 from .exchange import read_timestamp, submissions
 from .uploads import (LINK_ADVICE, Notebook, Rejected, check_student_id, collisions, open_file, open_folder,
@@ -83,7 +83,8 @@ def collect(root: Path, inbox: Path, selected: list[str] | None = None, *, check
             upload = sub.folder.name
             notebooks = _guarded(report, upload, partial(_read_folder, sub.folder, upload))
             when = {sub.assignment: sub.when}
-            _import(root, sub.student, notebooks, {sub.assignment: known[sub.assignment]}, when, report, upload)
+            _import(root, sub.student, notebooks, {sub.assignment: known[sub.assignment]}, when, report, upload,
+                    sub.secret)
         return report
     uploads = _uploads(inbox, report, zip_limits)
     clashes = collisions({where: student for where, (student, _) in uploads.items()})
@@ -180,8 +181,9 @@ def _match(notebooks: list[Notebook], known: dict[str, set[str]], report: Collec
 
 
 def _import(root: Path, student: str, notebooks: list[Notebook], known: dict[str, set[str]],
-            when: dict[str, datetime], report: CollectReport, where: str) -> None:
-    """Store each matched notebook, dated by ``when``, else its timestamp.txt, else its mtime."""
+            when: dict[str, datetime], report: CollectReport, where: str, secret: str = "") -> None:
+    """Store each matched notebook, dated by ``when``, else its timestamp.txt, else its mtime;
+    ``secret``: the exchange submission's, kept beside it (feedback is released under it)."""
     now = datetime.now(timezone.utc)
     for assignment, notebook in sorted(_match(notebooks, known, report).items()):
         moment = when.get(assignment)
@@ -196,16 +198,18 @@ def _import(root: Path, student: str, notebooks: list[Notebook], known: dict[str
             report.unchanged.append(Imported(student, assignment, CourseDir(root).timestamp(student, assignment),
                                              notebook.where))
             continue
-        _store(root, student, assignment, notebook, moment, report)
+        _store(root, student, assignment, notebook, moment, report, secret)
 
 
 def _store(root: Path, student: str, assignment: str, notebook: Notebook, when: datetime,
-           report: CollectReport) -> None:
+           report: CollectReport, secret: str = "") -> None:
     """Write ``submitted/<student>/<assignment>/`` in a fresh folder, then swap it in: never half-written."""
     parent = CourseDir(root).submission(student, assignment).parent
     parent.mkdir(parents=True, exist_ok=True)
     fresh = Path(tempfile.mkdtemp(prefix=f".{assignment}.incoming-", dir=parent))
     (fresh / TIMESTAMP_FILE).write_text(timestamp_text(when), encoding="utf-8")
+    if secret:
+        (fresh / SECRET_FILE).write_text(secret, encoding="ascii")
     try:
         nbformat.reads(notebook.data.decode("utf-8"), as_version=4)
     except Exception as error:

@@ -8,22 +8,29 @@ only when its folder belongs to the user it names (``check_owner=False`` turns t
 an exchange copied from a hub without its owners). A timestamp that cannot be read, or that lies in
 the future (beyond :data:`CLOCK_SKEW`), is refused; of a student's remaining submissions of an
 assignment, the latest counts.
+
+``nbgrader submit`` also writes a random ``submission_secret.txt`` into the submission (and into the
+student's own cache): the feedback released for it is named by a hash of that secret, which is how
+``nbgrader fetch_feedback`` finds it. It is kept with the submission when it reads as nbgrader writes
+it (hex digits); otherwise the submission is still collected, without one.
 """
 from __future__ import annotations
 
 import os
 import pwd
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from ..authoring.assembly import GraderError
-from ..authoring.coursedir import TIMESTAMP_FILE
+from ..authoring.coursedir import SECRET_FILE, TIMESTAMP_FILE
 from .uploads import Rejected, check_student_id, collisions, open_folder, read_regular
 
 __all__ = ["Submission", "submissions", "owner_name", "read_timestamp", "CLOCK_SKEW"]
 
 CLOCK_SKEW = timedelta(minutes=5)  # a student's clock may run this far ahead of the grader's
+SECRET = re.compile(r"[0-9a-f]{32,256}")  # nbgrader writes secrets.token_hex(64)
 
 
 @dataclass
@@ -32,6 +39,7 @@ class Submission:
     student: str      # checked and normalised
     assignment: str
     when: datetime    # UTC
+    secret: str = ""  # its submission_secret.txt ("" when it has none nbgrader could have written)
 
 
 def owner_name(uid: int) -> str:
@@ -96,9 +104,19 @@ def _read(folder: Path, assignments: set[str], check_owner: bool, now: datetime)
                               "only a student's own account can submit for them. If this exchange was copied "
                               "without its owners, collect with --no-check-owner")
         text = _timestamp_text(fd) or parts[2]  # nbgrader names the folder by the same timestamp
+        secret = _secret(fd)
     finally:
         os.close(fd)
-    return Submission(folder, student, assignment, read_timestamp(text, now)), raw
+    return Submission(folder, student, assignment, read_timestamp(text, now), secret), raw
+
+
+def _secret(folder_fd: int) -> str:
+    """The folder's submission secret, "" if it has none, or none that nbgrader could have written."""
+    try:
+        text = read_regular(SECRET_FILE, folder_fd, limit=1024)[0].decode("ascii").strip()
+    except (GraderError, UnicodeDecodeError):
+        return ""
+    return text if SECRET.fullmatch(text) else ""
 
 
 def _timestamp_text(folder_fd: int) -> str | None:

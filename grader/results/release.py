@@ -1,0 +1,106 @@
+"""Release feedback: each student's feedback page put into the course's nbgrader exchange, where the
+Assignments tab of the student's JupyterLab ("Fetch Feedback") or ``nbgrader fetch_feedback`` finds it.
+
+In:  ``feedback/<student>/<assignment>/<assignment>.html`` (``course-grader feedback``) and the
+     ``submission_secret.txt`` that collect kept from the student's ``nbgrader submit``.
+Out: ``exchange/<course>/feedback/<md5(secret + notebook id)>.html``, written by nbgrader's own
+     ``release_feedback`` (:meth:`NbGraderAPI.release_feedback`), one student at a time.
+
+nbgrader names a released page by a hash of the secret that ``nbgrader submit`` wrote into the
+submission and into the student's cache; the student's side recomputes it from the cache. So only a
+submission collected from the exchange can be released there: one collected from an INBOX folder or
+zip has no secret, and is listed as such (the student gets the page another way), never stopping
+the others. A page is released only when it was generated from the submission collected now (the
+feedback folder's ``timestamp.txt`` is the submission's), and each release is checked afterwards by
+reading the file back where ``fetch_feedback`` will look for it.
+"""
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..authoring.assembly import GraderError
+from ..authoring.coursedir import SECRET_FILE, TIMESTAMP_FILE, CourseDir
+from ..authoring.invocation import command
+
+__all__ = ["Release", "release_feedback", "released_path"]
+
+RELEASED, INBOX, MISSING, STALE, FAILED = "released", "not in the exchange", "no feedback", "outdated", "failed"
+
+
+@dataclass
+class Release:
+    student: str
+    assignment: str
+    status: str   # one of RELEASED, INBOX, MISSING, STALE, FAILED
+    detail: str   # what happened, and what to do when something is left to do
+
+    @property
+    def ok(self) -> bool:
+        """Nothing left for the instructor to run (an inbox submission reaches the student another way)."""
+        return self.status in (RELEASED, INBOX)
+
+
+def released_path(root: Path, course_id: str, secret: str, notebook: str) -> Path:
+    """Where nbgrader's exchange keeps the page released for the submission with ``secret``."""
+    from nbgrader.utils import notebook_hash
+
+    return Path(root) / course_id / "feedback" / f"{notebook_hash(secret=secret, notebook_id=notebook)}.html"
+
+
+def release_feedback(root: Path, assignments: list[str] | None = None,
+                     students: list[str] | None = None) -> list[Release]:
+    """Release the generated feedback of every graded submission (of these assignments and students)."""
+    from nbgrader.exchange.default import Exchange
+
+    from ..authoring.config import nbgrader_api
+    from .gradebook import outcomes
+
+    course = CourseDir(Path(root).resolve())
+    done = outcomes(course, assignments, students)
+    if not done:
+        raise GraderError(f"nothing graded yet in {course.root}; run `{command('autograde', course.root)}`, "
+                          f"then `{command('feedback', course.root)}` first")
+    api = nbgrader_api(course.root)
+    exchange = Path(Exchange(config=api.config).root)  # c.Exchange.root of the course's nbgrader_config.py
+    results = [_release_one(api, course, exchange, api.coursedir.course_id, o.student, o.assignment) for o in done]
+    return sorted(results, key=lambda r: (r.assignment, r.student))
+
+
+def _release_one(api, course: CourseDir, exchange: Path, course_id: str, student: str, assignment: str) -> Release:
+    folder = course.feedback(student, assignment)
+    page = folder / f"{assignment}.html"
+    if not page.is_file():
+        return Release(student, assignment, MISSING, "no feedback generated yet; run "
+                       f"`{command(f'feedback {assignment}', course.root)}` first, then release again")
+    try:
+        secret = (course.submission(student, assignment) / SECRET_FILE).read_text(encoding="ascii").strip()
+    except OSError:
+        secret = ""
+    if not secret:
+        return Release(student, assignment, INBOX, "collected without nbgrader's submission secret (from an "
+                       "inbox folder or zip, not through the exchange): the student has nothing to fetch it with; "
+                       f"give them {page} another way (e-mail, LMS)")
+    generated = _read(folder / TIMESTAMP_FILE)
+    if generated != course.timestamp(student, assignment):
+        return Release(student, assignment, STALE, f"the feedback is of the submission of {generated or 'unknown'}, "
+                       f"not of the one collected now ({course.timestamp(student, assignment)}); run "
+                       f"`{command(f'autograde {assignment}', course.root)}` and "
+                       f"`{command(f'feedback {assignment}', course.root)}`, then release again")
+    shutil.copyfile(course.submission(student, assignment) / SECRET_FILE, folder / SECRET_FILE)
+    result = api.release_feedback(assignment, student)
+    target = released_path(exchange, course_id, secret, assignment)
+    if not result.get("success") or not target.is_file() or target.read_bytes() != page.read_bytes():
+        said = ((result.get("error") or "") + (result.get("log") or ""))[-1500:]
+        return Release(student, assignment, FAILED, f"nbgrader's release_feedback did not put the page at {target}"
+                       + (f":\n{said}" if said else ""))
+    return Release(student, assignment, RELEASED, f"released to {target.parent}; the student's Assignments tab "
+                   "offers Fetch Feedback")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except OSError:
+        return ""
