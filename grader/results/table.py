@@ -4,7 +4,10 @@ has not submitted, and each submission's failed tests with their reasons in full
 A missing submission is a problem only once its assignment is due: past the gradebook's due date
 each absent student gets a "nothing submitted" line under "needs attention"; before it, or when
 the assignment has no due date, one line per assignment counts the students who have not
-submitted (a class of 200 does not get 200 lines for homework not yet due)."""
+submitted (a class of 200 does not get 200 lines for homework not yet due).
+
+A submission with a hand-graded answer not scored yet in formgrader shows ``awaiting`` in place of
+its score and is listed under "awaiting manual grading"; once scored, the score includes it."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -13,6 +16,7 @@ from pathlib import Path
 from ..authoring.coursedir import CourseDir
 from ..engine.outputs import printable
 from .gradebook import Outcome
+from .manual import AWAITING, awaiting, final_score, manual_scores
 
 __all__ = ["ATTENTION", "grade_table"]
 
@@ -28,14 +32,17 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
     by = {(o.student, o.assignment): o for o in results}
     width = max([len("student"), *(len(printable(s)) for s in rows)])
     lines = ["student".ljust(width) + "".join(f"  {n:>14}" for n in names)]
-    attention, failures, absent = [], [], {name: 0 for name in names}
+    attention, failures, absent, by_hand = [], [], {name: 0 for name in names}, []
     due, now = due_dates(course), datetime.now(timezone.utc)
+    scored = manual_scores(course)
     for student in rows:
         cells = []
         for name in names:
             o = by.get((student, name))
-            cells.append(f"  {f'{o.score:g}/{o.max_score:g}' if o else '-':>14}")
             where = f"{student} / {name}"
+            cells.append(f"  {_score(o, scored.get((student, name), {})) if o else '-':>14}")
+            if o and awaiting(o.tests, scored.get((student, name), {})):
+                by_hand.append(f"{where}: {', '.join(awaiting(o.tests, scored.get((student, name), {})))}")
             if o is None:
                 if name in due and due[name] <= now:
                     attention.append(f"{where}: nothing submitted (due {due[name]:%Y-%m-%d %H:%M} UTC)")
@@ -54,10 +61,18 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
                for name, n in absent.items() if n]
     if waiting:
         lines += ["", "not submitted yet:"] + [f"  {line}" for line in waiting]
+    if by_hand:
+        lines += ["", f"{AWAITING} (score these answers in formgrader):"] + [f"  {line}" for line in by_hand]
     if failures:
         lines += ["", "failed tests (the reason as the student reads it in their feedback):"] \
             + [f"  {line}" for line in failures]
     return "\n".join(map(printable, lines))  # student ids and reasons: no escape sequence reaches the terminal
+
+
+def _score(o: Outcome, scored: dict[str, float]) -> str:
+    """``score/max``, the instructor's hand-given scores included; "awaiting" while one is missing."""
+    final = final_score(o.score, o.tests, scored)
+    return "awaiting" if final is None else f"{final:g}/{o.max_score:g}"
 
 
 def _whole_words(text: str, limit: int = 400) -> str:
