@@ -219,8 +219,8 @@ def structure_problems(nb: NotebookNode) -> list[str]:
     if announced is None:
         problems.append("the first cell is not markdown with a line 'Total points: N'")
     elif abs(announced - total) > 1e-9:
-        problems.append(f"the header says 'Total points: {announced:g}' but the test cells and "
-                        f"hand-graded answers add up to {total:g}")
+        cells = "the test cells and hand-graded answers" if manual_points(nb) else "the test cells"
+        problems.append(f"the header says 'Total points: {announced:g}' but {cells} add up to {total:g}")
     for exercise in exercises(nb):
         if not exercise.solution_ids:
             problems.append(f"test cell(s) {', '.join(exercise.test_ids)} follow no solution cell")

@@ -138,7 +138,8 @@ def _structure_check(path: Path, report: GateReport) -> nbs.NotebookNode | None:
         return None
     problems = nbs.structure_problems(source)
     report.add("e", not problems, "; ".join(problems) or
-               f"{len(nbs.exercises(source))} exercises, grade_ids unique, {nbs.test_points(source):g} points as announced")
+               f"{len(nbs.exercises(source))} exercises, grade_ids unique, "
+               f"{nbs.test_points(source) + nbs.manual_points(source):g} points as announced")
     rules = [problem for cell in source.cells if nbs.is_test(cell) for problem in graded_cell_problems(cell)]
     report.add("f", not rules, "; ".join(rules) or "hidden parts record results and compare nothing; "
                "visible parts run without the grader")
