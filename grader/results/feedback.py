@@ -97,6 +97,8 @@ class MarkAwaitingGrades(Preprocessor):
 
         info = resources.get("nbgrader", {})
         waiting = 0.0
+        if not info.get("db_url") or not any(is_manual(cell) for cell in nb.cells):
+            return nb, resources
         with Gradebook(info["db_url"]) as gb:
             for cell in nb.cells:
                 if not is_manual(cell):
