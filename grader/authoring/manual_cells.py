@@ -16,20 +16,18 @@ release itself.
 """
 from __future__ import annotations
 
+import nbformat
+
 from ..engine import course as nbs
 
 __all__ = ["manual_cell_problems"]
 
-TEXT_STUB = "YOUR ANSWER HERE"
-CODE_STUB_LINES = {"# YOUR CODE HERE", "raise NotImplementedError()", "raise NotImplementedError"}
+CODE_STUB_LINES = {*nbs.CODE_STUB.splitlines(), "raise NotImplementedError"}
 
 
 def _model_answer(cell) -> str:
     """The solution text: inside the solution markers when there are any, else the whole cell."""
-    source = cell.source
-    if nbs.SOLUTION_BEGIN in source:
-        return "\n".join(nbs._region_lines(source, nbs.SOLUTION_BEGIN, nbs.SOLUTION_END)).strip()
-    return source.strip()
+    return "\n".join(nbs.solution_lines(nbformat.v4.new_notebook(cells=[cell]))).strip()
 
 
 def _released_prompt(cell) -> str:
@@ -42,7 +40,7 @@ def _released_prompt(cell) -> str:
 
 def _is_stub(text: str) -> bool:
     lines = {line.strip() for line in text.splitlines() if line.strip()}
-    return not lines or lines <= CODE_STUB_LINES | {TEXT_STUB}
+    return not lines or lines <= CODE_STUB_LINES | {nbs.TEXT_STUB}
 
 
 def manual_cell_problems(nb) -> list[str]:

@@ -19,7 +19,7 @@ from nbformat import NotebookNode
 
 __all__ = [
     "Exercise", "read_notebook", "write_notebook", "nbgrader_meta", "is_solution", "is_test",
-    "exercises", "is_manual", "manual_points", "header_points", "test_points", "structure_problems", "stub", "truncate",
+    "exercises", "is_manual", "CODE_STUB", "TEXT_STUB", "manual_points", "header_points", "test_points", "structure_problems", "stub", "truncate",
     "solution_lines", "hidden_test_lines", "STUBBED_PREFIX", "stubbed_walkthrough", "cell_points", "is_support_file",
     "strip_hidden", "HIDDEN_NOTE", "HIDDEN_BEGIN", "HIDDEN_END", "SOLUTION_BEGIN",
     "SOLUTION_END", "MARKERS", "without_hidden", "stub_source", "ends_with_expression",
@@ -27,6 +27,7 @@ __all__ = [
 
 HEADER_POINTS = re.compile(r"^\s*\**\s*Total points\s*:\s*\**\s*([0-9]+(?:\.[0-9]+)?)", re.M)
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
+TEXT_STUB = "YOUR ANSWER HERE"  # nbgrader's release of a markdown answer without solution markers
 
 
 @dataclass(frozen=True)

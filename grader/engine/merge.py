@@ -18,11 +18,8 @@ from pathlib import Path
 import nbformat
 from nbformat.v4.nbbase import random_cell_id
 
-from .course import CODE_STUB, SOLUTION_BEGIN, is_test, nbgrader_meta, stub_source, without_hidden
+from .course import CODE_STUB, SOLUTION_BEGIN, TEXT_STUB, is_test, nbgrader_meta, stub_source, without_hidden
 from .outputs import clean_text
-
-TEXT_STUB = "YOUR ANSWER HERE"  # nbgrader's released text of a markdown answer without solution markers
-
 
 def stub(source: str, cell_type: str = "code") -> str:
     """The released text of a solution cell: each solution region stubbed; a cell without regions
