@@ -180,6 +180,7 @@ def test_a_score_given_in_formgrader_shows_everywhere_and_survives_a_regrade(cou
     feedback(root, students=["ann"])
     page = (CourseDir(root).feedback("ann", A) / f"{A}.html").read_text(encoding="utf-8")
     assert "Score: 2.5 / 3.0" in page and "awaiting manual grading" not in page.lower()
+    assert autograde(root).pending == 0  # nothing new: a hand-graded answer's empty auto score is as saved
     again = autograde(root, students=["ann"], force=True)  # a regrade keeps the instructor's scores
     assert _grades(root)[("ann", "why_new_list")][:2] == (None, 2.5)
     rows = {line.split()[0]: line.split()[1] for line in grade_table(root, again, ["ann"]).splitlines()[1:2]}
@@ -243,3 +244,17 @@ def test_gate_a_and_b_leave_hand_graded_points_out_and_name_them():
 
     auto, note = _auto_and_by_hand(verdicts)
     assert auto == verdicts[:1] and note == "; 4 points graded by hand"
+
+
+def test_a_saved_hand_graded_answer_is_not_graded_again():
+    """autograde regrades a submission whose gradebook no longer holds what its marker says; a
+    hand-graded answer is saved with no automatic score, and that is up to date."""
+    from grader.running.pending import in_gradebook
+
+    marker = {"student": "ann", "assignment": A, "tests": [
+        {"grade_id": "test_double", "points": 2.0, "status": "passed"},
+        {"grade_id": "why_new_list", "points": 0.0, "status": "manual"}]}
+    saved = {("ann", A, "test_double"): 2.0, ("ann", A, "why_new_list"): None}
+    assert in_gradebook(marker, saved)
+    assert not in_gradebook(marker, {("ann", A, "test_double"): 2.0})  # the grade row is missing
+    assert not in_gradebook(marker, {**saved, ("ann", A, "why_new_list"): 0.0})  # scored by a machine
