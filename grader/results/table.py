@@ -40,9 +40,10 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
         for name in names:
             o = by.get((student, name))
             where = f"{student} / {name}"
-            cells.append(f"  {_score(o, scored.get((student, name), {})) if o else '-':>14}")
-            if o and awaiting(o.tests, scored.get((student, name), {})):
-                by_hand.append(f"{where}: {', '.join(awaiting(o.tests, scored.get((student, name), {})))}")
+            by_instructor = scored.get((student, name), {})
+            cells.append(f"  {_score(o, by_instructor) if o else '-':>14}")
+            if o and (left := awaiting(o.tests, by_instructor)):
+                by_hand.append(f"{where}: {', '.join(left)}")
             if o is None:
                 if name in due and due[name] <= now:
                     attention.append(f"{where}: nothing submitted (due {due[name]:%Y-%m-%d %H:%M} UTC)")
