@@ -19,7 +19,8 @@ from nbformat import NotebookNode
 
 __all__ = [
     "Exercise", "read_notebook", "write_notebook", "nbgrader_meta", "is_solution", "is_test",
-    "exercises", "exercise_titles", "header_points", "test_points", "structure_problems", "stub", "truncate",
+    "exercises", "exercise_titles", "is_manual", "CODE_STUB", "TEXT_STUB", "manual_points", "header_points",
+    "test_points", "structure_problems", "stub", "truncate",
     "solution_lines", "hidden_test_lines", "STUBBED_PREFIX", "stubbed_walkthrough", "cell_points", "is_support_file",
     "strip_hidden", "HIDDEN_NOTE", "HIDDEN_BEGIN", "HIDDEN_END", "SOLUTION_BEGIN",
     "SOLUTION_END", "MARKERS", "without_hidden", "stub_source", "ends_with_expression",
@@ -27,6 +28,7 @@ __all__ = [
 
 HEADER_POINTS = re.compile(r"^\s*\**\s*Total points\s*:\s*\**\s*([0-9]+(?:\.[0-9]+)?)", re.M)
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
+TEXT_STUB = "YOUR ANSWER HERE"  # nbgrader's release of a markdown answer without solution markers
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,17 @@ def is_solution(cell: NotebookNode) -> bool:
     return bool(nbgrader_meta(cell).get("solution"))
 
 
+def is_manual(cell: NotebookNode) -> bool:
+    """A manually graded answer: a solution cell that is also graded (markdown or code); the
+    student's text is merged like any answer, and the instructor scores it in formgrader."""
+    meta = nbgrader_meta(cell)
+    return bool(meta.get("grade")) and bool(meta.get("solution"))
+
+
+def manual_points(nb: NotebookNode) -> float:
+    return sum(cell_points(c) for c in nb.cells if is_manual(c))
+
+
 def is_test(cell: NotebookNode) -> bool:
     meta = nbgrader_meta(cell)
     return bool(meta.get("grade")) and not meta.get("solution") and cell.get("cell_type") == "code"
@@ -86,6 +99,8 @@ def exercises(nb: NotebookNode) -> list[Exercise]:
     points = 0.0
     last = -1
     for index, cell in enumerate(nb.cells):
+        if is_manual(cell):
+            continue  # graded by hand, not part of an auto-graded exercise
         if is_solution(cell):
             if tests:
                 found.append(Exercise(tuple(solutions), tuple(tests), points, last))
@@ -219,9 +234,6 @@ def structure_problems(nb: NotebookNode) -> list[str]:
             problems.append(f"grade_id {grade_id!r} is used by cells {seen[grade_id]} and {index}")
         else:
             seen[grade_id] = index
-        if meta.get("grade") and meta.get("solution"):
-            problems.append(f"cell {grade_id!r} is both a solution and a graded cell (manually "
-                            "graded answers are not auto-graded); make it a solution cell and add a test cell")
         if is_test(cell) and not cell_points(cell) > 0:
             problems.append(f"graded test cell {grade_id!r} is worth no points")
         if is_test(cell) and (ends_with_expression(cell.source) or ends_with_expression(strip_hidden(cell.source))):
@@ -229,16 +241,17 @@ def structure_problems(nb: NotebookNode) -> list[str]:
                             "as the cell's output, and stock nbgrader takes a number there as the cell's "
                             "score (partial credit); end the cell with a statement, e.g. a print()")
     announced = header_points(nb)
-    total = test_points(nb)
+    total = test_points(nb) + manual_points(nb)
     if announced is None:
         problems.append("the first cell is not markdown with a line 'Total points: N'")
     elif abs(announced - total) > 1e-9:
-        problems.append(f"the header says 'Total points: {announced:g}' but the test cells add up to {total:g}")
+        cells = "the test cells and hand-graded answers" if manual_points(nb) else "the test cells"
+        problems.append(f"the header says 'Total points: {announced:g}' but {cells} add up to {total:g}")
     for exercise in exercises(nb):
         if not exercise.solution_ids:
             problems.append(f"test cell(s) {', '.join(exercise.test_ids)} follow no solution cell")
     trailing = [nbgrader_meta(c).get("grade_id") for i, c in enumerate(nb.cells)
-                if is_solution(c) and i > max((e.last_cell for e in exercises(nb)), default=-1)]
+                if is_solution(c) and not is_manual(c) and i > max((e.last_cell for e in exercises(nb)), default=-1)]
     if trailing:
         problems.append(f"solution cell(s) {', '.join(map(str, trailing))} have no graded test after them")
     return problems
@@ -305,9 +318,10 @@ def stubbed_walkthrough(nb: NotebookNode) -> NotebookNode:
     For each exercise, in order: its cells with the solution cells stubbed (as plain code cells)
     and its graded test cells renamed ``gate-stubbed:<grade_id>``; then the same span again with
     the real solutions and without the tests, so later exercises start from the state the
-    solutions leave. Cells after the last exercise are dropped. Each renamed test must fail; one
-    whose keys carry shares runs its hidden part even when its visible part fails on the stub
-    (:func:`grader.engine.shares.visible_apart`), so that each key must fail there on its own.
+    solutions leave. Cells after the last exercise and hand-graded answers are dropped. Each
+    renamed test must fail; one whose keys carry shares runs its hidden part even when its visible
+    part fails on the stub (:func:`grader.engine.shares.visible_apart`), so that each key must fail
+    there on its own.
     """
     from .shares import visible_apart
 
@@ -316,15 +330,15 @@ def stubbed_walkthrough(nb: NotebookNode) -> NotebookNode:
     out.cells = []
     if not found:
         return out
-    solutions = {i for i, c in enumerate(nb.cells) if is_solution(c)}
+    solutions = {i for i, c in enumerate(nb.cells) if is_solution(c) and not is_manual(c)}
     start = 0
     for exercise in found:
         first = min((i for i in solutions if start <= i <= exercise.last_cell), default=start)
-        out.cells += [copy.deepcopy(c) for c in nb.cells[start:first]]
-        span = nb.cells[first: exercise.last_cell + 1]
+        out.cells += [copy.deepcopy(c) for c in nb.cells[start:first] if not is_manual(c)]
+        span = [c for c in nb.cells[first: exercise.last_cell + 1] if not is_manual(c)]  # hand-graded: left out
         for cell in span:
             cell = copy.deepcopy(cell)
-            if is_solution(cell):
+            if is_solution(cell) and not is_manual(cell):
                 cell = stub(nbformat.v4.new_notebook(cells=[cell])).cells[0]
                 cell.metadata.pop("nbgrader", None)
                 cell.id = nbformat.v4.new_code_cell().id

@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 
 from .answer_rules import source_reason, test_cell_problems
-from .course import cell_points, is_support_file, is_test, nbgrader_meta
+from .course import cell_points, is_manual, is_support_file, is_test, nbgrader_meta
 from .failures import raised_in_answer, visible_message
 from .kernel import CellRun
 from .merge import Merged, Role, merge, read_submission
@@ -30,10 +30,11 @@ from .shares import TOLERANCE, earned, has_shares
 from .verdicts import check_records, collect, failing_keys, key_problems, test_reason
 
 __all__ = ["Limits", "TestResult", "NotebookResult", "References", "ReferenceRunError",
-           "SandboxUnavailable", "sandbox_status", "run_reference", "save_reference", "grade", "validate",
+           "SandboxUnavailable", "sandbox_status", "AWAITING", "manual_result", "run_reference", "save_reference", "grade", "validate",
            "verdict_line"]
 
-STATUSES = ("passed", "failed", "error", "timeout", "crashed", "not run", "missing")
+STATUSES = ("passed", "failed", "error", "timeout", "crashed", "not run", "missing", "manual")
+AWAITING = "awaiting manual grading"  # the one wording the table, the export and the feedback use
 
 
 class ReferenceRunError(RuntimeError):
@@ -45,7 +46,8 @@ class TestResult:
     grade_id: str
     max_points: float
     points: float
-    status: str  # one of STATUSES
+    status: str  # one of STATUSES; "manual": a hand-graded answer, not scored here (points 0,
+    # which count neither as earned nor as lost: the instructor's score comes from formgrader)
     reason: str  # one sentence for instructor and student; never shows hidden test source
     failed_keys: list[str] = field(default_factory=list)  # reference keys it did not match (class report)
 
@@ -63,6 +65,11 @@ class NotebookResult:
     @property
     def max_score(self) -> float:
         return sum(t.max_points for t in self.tests.values())
+
+    @property
+    def awaiting(self) -> float:
+        """The points of hand-graded answers: not in ``score`` until the instructor grades them."""
+        return sum(t.max_points for t in self.tests.values() if t.status == "manual")
 
 
 def _require_sandbox(unsafe: bool) -> bool:
@@ -178,8 +185,8 @@ def grade(source: Path, submission: Path | None, references: References, *, work
     if cells is None:
         problems.insert(0, why)
         for i, role in enumerate(merged.roles):
-            if role.kind == "test":
-                cell = merged.notebook.cells[i]
+            cell = merged.notebook.cells[i]
+            if role.kind == "test" or (is_manual(cell) and role.grade_id not in tests):
                 tests[role.grade_id] = TestResult(role.grade_id, cell_points(cell), 0.0, "missing",
                                                   why[0].upper() + why[1:] + ".")
         return NotebookResult(tests, merged.notebook, problems)
@@ -197,7 +204,15 @@ def grade(source: Path, submission: Path | None, references: References, *, work
                 test = tests[role.grade_id] = TestResult(role.grade_id, test.max_points, 0.0, "failed",
                                                          source_reason(read[i]))
             cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=verdict_line(test))]
+        elif role.kind == "answer" and is_manual(merged.notebook.cells[i]) and role.grade_id not in tests:
+            tests[role.grade_id] = manual_result(role.grade_id, cell_points(merged.notebook.cells[i]))
     return NotebookResult(tests, merged.notebook, problems)
+
+
+def manual_result(gid: str, points: float) -> TestResult:
+    """A hand-graded answer's result: merged and run, never scored here."""
+    return TestResult(gid, points, 0.0, "manual",
+                      "This answer is graded by hand by your instructor (awaiting manual grading).")
 
 
 def source_problems(merged: Merged) -> dict[int, list[str]]:
@@ -209,6 +224,8 @@ def source_problems(merged: Merged) -> dict[int, list[str]]:
 
 def verdict_line(test: TestResult) -> str:
     """What a graded test cell shows once graded: its verdict, points and reason."""
+    if test.status == "manual":
+        return f"{AWAITING.upper()} (-/{test.max_points:g}): {test.reason}\n"
     return f"{test.status.upper()} ({test.points:g}/{test.max_points:g}): {test.reason}\n"
 
 

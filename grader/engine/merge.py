@@ -18,10 +18,16 @@ from pathlib import Path
 import nbformat
 from nbformat.v4.nbbase import random_cell_id
 
-from .course import is_test, nbgrader_meta, stub_source, without_hidden
+from .course import CODE_STUB, SOLUTION_BEGIN, TEXT_STUB, is_test, nbgrader_meta, stub_source, without_hidden
 from .outputs import clean_text
 
-stub = stub_source  # the released text of a solution cell
+def stub(source: str, cell_type: str = "code") -> str:
+    """The released text of a solution cell: each solution region stubbed; a cell without regions
+    is replaced whole, as nbgrader's release does (a hand-graded written answer becomes
+    ``YOUR ANSWER HERE``), so the model answer never reaches a graded notebook."""
+    if SOLUTION_BEGIN in source:
+        return stub_source(source)
+    return TEXT_STUB if cell_type == "markdown" else CODE_STUB
 
 __all__ = ["Role", "Merged", "read_submission", "merge", "stub"]
 
@@ -43,8 +49,8 @@ class Merged:
 
 
 def is_answer(cell) -> bool:
-    m = nbgrader_meta(cell)
-    return bool(m.get("solution")) and not m.get("grade")
+    """A cell taken from the submission: a solution cell, hand-graded ones (:func:`is_manual`) included."""
+    return bool(nbgrader_meta(cell).get("solution"))
 
 
 def _release_text(cell) -> str:
@@ -195,7 +201,7 @@ def _assemble(source, cells, answers, anchor, problems) -> Merged:
         gid = nbgrader_meta(cell).get("grade_id", "")
         if is_answer(cell):
             js = answers.get(i)
-            texts = [cells[j].source for j in js] if js else [stub(cell.source)]
+            texts = [cells[j].source for j in js] if js else [stub(cell.source, cell.cell_type)]
             for n, text in enumerate(texts):
                 copy = nbformat.from_dict(json.loads(json.dumps(cell)))
                 copy.source = text

@@ -13,6 +13,11 @@ cell safe whatever separator the spreadsheet splits on (``,`` here, ``;`` in man
   text; one that splits on ``;`` (or tab, ``|``) and ignores them sees pieces that all start with
   text or ``'``, never with a formula. ``eve;=1+1`` is written ``"eve;'=1+1"``.
 
+One column is added after nbgrader's: ``awaiting_manual_grading``, the points of hand-graded
+answers not yet scored in formgrader (0.0 once all are scored). While it is above 0, ``raw_score``
+and ``score`` are left empty: a number there would read as a final score. Every numeric column
+stays numeric or empty.
+
 The course's ``nbgrader_config.py`` makes it the plugin of ``nbgrader export`` too.
 """
 from __future__ import annotations
@@ -27,7 +32,7 @@ from nbgrader.plugins import ExportPlugin
 __all__ = ["COLUMNS", "SafeCsvExport", "spreadsheet_cell", "export_csv"]
 
 COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
-           "raw_score", "late_submission_penalty", "score", "max_score"]
+           "raw_score", "late_submission_penalty", "score", "max_score", "awaiting_manual_grading"]
 FORMULA_START = "=+-@\t\r\n"  # OWASP: what a cell that a spreadsheet evaluates starts with
 SEPARATORS = ",;\t|\r\n"  # what some spreadsheet (some locale, some import dialog) splits cells on
 # The start of the text, or just after a separator, where what follows (spaces and double quotes
@@ -69,12 +74,23 @@ class SafeCsvExport(ExportPlugin):
                 try:
                     submission = gradebook.find_submission(assignment.name, student.id)
                 except MissingEntry:
-                    row.update(timestamp=None, raw_score=0.0, late_submission_penalty=0.0, score=0.0)
+                    row.update(timestamp=None, raw_score=0.0, late_submission_penalty=0.0, score=0.0,
+                               awaiting_manual_grading=0.0)
                 else:
                     penalty = submission.late_submission_penalty or 0.0
                     row.update(timestamp=submission.timestamp, raw_score=submission.score,
                                late_submission_penalty=penalty, score=max(0.0, submission.score - penalty))
+                    row["awaiting_manual_grading"] = waiting = _ungraded_points(submission)
+                    if waiting:  # no number that reads as a final score while answers await grading
+                        row.update(raw_score=None, score=None)
                 yield row
+
+
+def _ungraded_points(submission) -> float:
+    """The points of the submission's grades that have no score yet (no automatic score and no
+    manual one: hand-graded answers not yet scored in formgrader)."""
+    return float(sum(grade.max_score or 0.0 for notebook in submission.notebooks for grade in notebook.grades
+                     if grade.auto_score is None and grade.manual_score is None))
 
 
 def export_csv(root: Path, to: Path | None = None) -> Path:

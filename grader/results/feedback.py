@@ -36,12 +36,12 @@ from ..authoring.assembly import GraderError
 from ..authoring.coursedir import CourseDir
 from ..authoring.invocation import command
 from ..engine.allowlist import clean_html, markdown_html, safe_output
-from ..engine.course import HIDDEN_BEGIN, exercise_titles, is_test, nbgrader_meta, strip_hidden
-from ..engine.execute import TestResult, verdict_line
+from ..engine.course import HIDDEN_BEGIN, cell_points, exercise_titles, is_manual, is_test, nbgrader_meta, strip_hidden
+from ..engine.execute import AWAITING, TestResult, verdict_line
 from .report_data import Check, hidden_checks
 
-__all__ = ["HideHiddenTests", "SanitizeStudentHTML", "feedback_preprocessors", "feedback", "STUDENT_MISSING",
-           "student_text"]
+__all__ = ["HideHiddenTests", "SanitizeStudentHTML", "MarkAwaitingGrades", "feedback_preprocessors", "feedback",
+           "STUDENT_MISSING", "student_text"]
 
 STUDENT_MISSING = ("No notebook of yours could be read for this assignment, so nothing in it was graded: download "
                    "your notebook from JupyterLab (File > Download) and submit it again.")
@@ -133,12 +133,56 @@ class SanitizeStudentHTML(SanitizeHTML):
         return markdown_html(text)
 
 
+class MarkAwaitingGrades(Preprocessor):
+    """After nbgrader's GetGrades: each hand-graded answer the instructor has not scored yet says
+    "awaiting manual grading" instead of a score (nbgrader's page would show 0 for it), and a note
+    at the top says how many of the notebook's points await. Scored answers keep nbgrader's score."""
+
+    enabled = Bool(True)
+
+    def preprocess(self, nb, resources):
+        from nbgrader.api import Gradebook, MissingEntry
+
+        info = resources.get("nbgrader", {})
+        waiting = 0.0
+        if not info.get("db_url") or not any(is_manual(cell) for cell in nb.cells):
+            return nb, resources
+        with Gradebook(info["db_url"]) as gb:
+            for cell in nb.cells:
+                if not is_manual(cell):
+                    continue
+                try:
+                    grade = gb.find_grade(nbgrader_meta(cell).get("grade_id"), info["notebook"],
+                                          info["assignment"], info["student"])
+                except MissingEntry:
+                    continue
+                if grade.manual_score is None and grade.auto_score is None:
+                    waiting += cell_points(cell)
+                    _mark_awaiting(cell)
+        if waiting:
+            nb.cells.insert(0, nbformat.v4.new_markdown_cell(
+                f"**{waiting:g} point(s) of this notebook are {AWAITING}**: the score below counts "
+                "only what is graded so far; it changes once your instructor has graded your written answers."))
+        return nb, resources
+
+
+def _mark_awaiting(cell) -> None:
+    """The cell shows the awaiting line, and nbgrader's page no longer prints a score of 0 for it."""
+    line = f"{AWAITING.capitalize()} ({cell_points(cell):g} points)."
+    cell.metadata.nbgrader["grade"] = False  # the page's template prints "Score" only for graded cells
+    if cell.cell_type == "code":
+        cell.outputs = list(cell.get("outputs", [])) + [new_output("stream", name="stdout", text=line + "\n")]
+    else:
+        cell.source = f"{cell.source}\n\n<p><strong>{line}</strong></p>"
+
+
 def feedback_preprocessors() -> list:
-    """What nbgrader's generate_feedback runs, in order: hide hidden tests, sanitize, grades, CSS."""
+    """What nbgrader's generate_feedback runs, in order: hide hidden tests, sanitize, grades, the
+    answers awaiting manual grading, CSS."""
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import GetGrades
 
-    return [HideHiddenTests, SanitizeStudentHTML, GetGrades, CSSHTMLHeaderPreprocessor]
+    return [HideHiddenTests, SanitizeStudentHTML, GetGrades, MarkAwaitingGrades, CSSHTMLHeaderPreprocessor]
 
 
 def _course_root(resources) -> Path:

@@ -62,8 +62,12 @@ def save_result(course: CourseDir, gb, student: str, assignment: str, result: di
         except MissingEntry:
             problems.append(f"{test['grade_id']} is not in the gradebook; release {assignment} again")
             continue
-        grade.auto_score = test["points"]
-        grade.needs_manual_grade = False
+        if test["status"] == "manual":  # as nbgrader's autograde: no automatic score, listed in
+            grade.auto_score = None        # formgrader; a manual_score given there is kept
+            grade.needs_manual_grade = True
+        else:
+            grade.auto_score = test["points"]
+            grade.needs_manual_grade = False
     gb.db.commit()
     references = course.references(assignment)
     outcome = Outcome(student, assignment, sum(t["points"] for t in result["tests"]),

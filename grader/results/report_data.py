@@ -183,7 +183,8 @@ def _assignment(course: CourseDir, gb, assignment) -> AssignmentData:
     checks, reference_seconds = _checks(course, name)
     described = _tests_from_source(course, name)
     tests = [Test(cell.name, float(cell.max_score or 0), described.get(cell.name, ""), checks.get(cell.name, []))
-             for notebook in assignment.notebooks for cell in notebook.grade_cells if cell.cell_type == "code"]
+             for notebook in assignment.notebooks for cell in notebook.grade_cells if cell.cell_type == "code"
+             and cell.name not in {s.name for s in notebook.solution_cells}]  # hand-graded answers are no tests
     stamps, scores = _submissions(gb, name)
     submissions = {}
     for student in stamps.keys() | set(course.students()):

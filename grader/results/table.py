@@ -7,8 +7,10 @@ the assignment has no due date, one line per assignment counts the students who 
 submitted (a class of 200 does not get 200 lines for homework not yet due). A student's own due
 date is their extension when the semester file gives one (:mod:`grader.authoring.semester`).
 
-A late submission's cell shows its raw score and the penalty (``6/6 late -1.2``: the final score
-is 4.8), and a "late submissions" section says by how much each was late."""
+A late submission's cell shows its score and the penalty (``6/6 late -1.2``: the final score
+is 4.8), and a "late submissions" section says by how much each was late. A submission with a
+hand-graded answer not scored yet in formgrader shows ``awaiting`` in place of its score and is
+listed under "awaiting manual grading"; once scored, the score includes it."""
 from __future__ import annotations
 
 import math
@@ -19,6 +21,7 @@ from ..authoring.coursedir import CourseDir
 from ..engine.outputs import printable
 from .gradebook import Outcome
 from .late import lateness, semester_of
+from .manual import AWAITING, awaiting, final_score, manual_scores
 
 __all__ = ["ATTENTION", "grade_table"]
 
@@ -34,22 +37,28 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
     by = {(o.student, o.assignment): o for o in results}
     width = max([len("student"), *(len(printable(s)) for s in rows)])
     lines = ["student".ljust(width) + "".join(f"  {n:>14}" for n in names)]
-    attention, failures, absent, late = [], [], {name: 0 for name in names}, []
+    attention, failures, absent, late, by_hand = [], [], {name: 0 for name in names}, [], []
     due, now, semester = due_dates(course), datetime.now(timezone.utc), semester_of(course)
     due |= semester.due
+    scored = manual_scores(course)
     for student in rows:
         cells = []
         for name in names:
             o = by.get((student, name))
             where, own = f"{student} / {name}", semester.due_for(student, name, due.get(name))
-            seconds, penalty = lateness(semester, student, name, o.timestamp, due.get(name), o.score, o.max_score) if o \
-                else (0.0, 0.0)
-            score = f"{o.score:g}/{o.max_score:g}" + (f" late -{penalty:g}" if penalty else "") if o else "-"
+            by_instructor = scored.get((student, name), {})
+            final = final_score(o.score, o.tests, by_instructor) if o else None
+            seconds, penalty = lateness(semester, student, name, o.timestamp, due.get(name),
+                                        o.score if final is None else final, o.max_score) if o else (0.0, 0.0)
+            score = ("awaiting" if final is None else f"{final:g}/{o.max_score:g}") if o else "-"
+            score += f" late -{penalty:g}" if penalty else ""
             cells.append(f"  {score:>14}")
             if seconds:
                 late.append(f"{where}: {_duration(seconds)} late (due {own:%Y-%m-%d %H:%M} UTC"
                             + (", extended" if (student, name) in semester.extensions else "")
                             + f"), penalty {penalty:g} of {o.max_score:g} points")
+            if o and (left := awaiting(o.tests, by_instructor)):
+                by_hand.append(f"{where}: {', '.join(left)}")
             if o is None:
                 if own is not None and own <= now:
                     attention.append(f"{where}: nothing submitted (due {own:%Y-%m-%d %H:%M} UTC)")
@@ -70,6 +79,8 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
                for name, n in absent.items() if n]
     if waiting:
         lines += ["", "not submitted yet:"] + [f"  {line}" for line in waiting]
+    if by_hand:
+        lines += ["", f"{AWAITING} (score these answers in formgrader):"] + [f"  {line}" for line in by_hand]
     if failures:
         lines += ["", "failed tests (the reason as the student reads it in their feedback):"] \
             + [f"  {line}" for line in failures]

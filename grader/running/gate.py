@@ -14,7 +14,9 @@ For each source notebook:
     records the student's results and compares nothing in the kernel; its visible part runs
     without the grader. A line "who decides" (never failing) says how many points rest on values the
     grader compares, how many also on facts it reads from the answer's source, how many on the
-    kernel's own word, and which visible parts hold kernel-side checks (advice, no points).
+    kernel's own word, and which visible parts hold kernel-side checks (advice, no points);
+(m) hand-graded answers (:mod:`grader.authoring.manual_cells`) follow their own rules; (a) and (b)
+    leave their points out and name them: "N points graded by hand".
 
 The trusted reference run also fails when a graded test cell records no value. Grading runs
 through :mod:`grader.engine.execute`; the runs of all notebooks share one pool of ``workers`` processes.
@@ -31,6 +33,7 @@ import nbformat
 
 from ..authoring.assembly import GraderError, build, release
 from ..authoring.graded_cells import graded_cell_problems, who_decides
+from ..authoring.manual_cells import manual_cell_problems
 from ..engine import course as nbs
 from ..engine.shares import visible_apart
 from .jobs import Assignment, GradeJob, ReferenceJob, run_grade_job, run_reference_job
@@ -43,7 +46,7 @@ TRIVIAL = re.compile(r"^(#.*|(return|pass|break|continue|else:|try:|finally:)\s*
 
 @dataclass
 class Check:
-    name: str      # "a", "b", "c:<grade_id>", "d", "e", "f", "reference"
+    name: str      # "a", "b", "c:<grade_id>", "d", "e", "f", "m", "reference"
     ok: bool
     detail: str
 
@@ -150,11 +153,16 @@ def _structure_check(path: Path, report: GateReport) -> nbs.NotebookNode | None:
         return None
     problems = nbs.structure_problems(source)
     report.add("e", not problems, "; ".join(problems) or
-               f"{len(nbs.exercises(source))} exercises, grade_ids unique, {nbs.test_points(source):g} points as announced")
+               f"{len(nbs.exercises(source))} exercises, grade_ids unique, "
+               f"{nbs.test_points(source) + nbs.manual_points(source):g} points as announced")
     rules = [problem for cell in source.cells if nbs.is_test(cell) for problem in graded_cell_problems(cell)]
     report.add("f", not rules, "; ".join(rules) or "hidden parts record results and compare nothing; "
                "visible parts run without the grader")
     report.add("who decides", True, who_decides(source.cells))
+    if nbs.manual_points(source):
+        manual = manual_cell_problems(source)
+        report.add("m", not manual, "; ".join(manual) or f"{nbs.manual_points(source):g} points graded by hand: "
+                   "each answer has a question, a model answer and points")
     return source
 
 
@@ -249,15 +257,16 @@ def _collect_variants(runner, plan: _Plan, say) -> None:
         except Exception as error:
             plan.report.add(name, False, f"grading crashed: {type(error).__name__}: {error}")
             continue
+        tests, by_hand = _auto_and_by_hand(tests)
         by_id = {t[0]: t for t in tests}
         if name == "a":
             score, total = sum(t[1] for t in tests), sum(t[2] for t in tests)
             lost = [f"{t[0]} {t[3]} ({t[4]})" for t in tests if t[1] < t[2]]
             plan.report.add("a", not lost and total > 0,
-                            f"solution scores {score:g}/{total:g}" + ("; lost: " + "; ".join(lost) if lost else ""))
+                            f"solution scores {score:g}/{total:g}" + by_hand + ("; lost: " + "; ".join(lost) if lost else ""))
         elif name == "b":
             earned = [f"{t[0]} earns {t[1]:g}{_free_shares(plan, t[0], t)}" for t in tests if t[1] > 0]
-            plan.report.add("b", not earned, "; ".join(earned) or f"release scores 0/{sum(t[2] for t in tests):g}")
+            plan.report.add("b", not earned, "; ".join(earned) or f"release scores 0/{sum(t[2] for t in tests):g}" + by_hand)
         elif name == "c":
             for exercise in exercises.values():
                 _add_c(plan.report, exercise, {gid.removeprefix(nbs.STUBBED_PREFIX): t for gid, t in by_id.items()
@@ -265,6 +274,13 @@ def _collect_variants(runner, plan: _Plan, say) -> None:
         else:
             _add_c(plan.report, exercises[name], by_id, plan)
         say(f"{plan.report.notebook.name}: {name} {'ok' if plan.report.checks[-1].ok else 'FAILED'}")
+
+
+def _auto_and_by_hand(tests: list[tuple]) -> tuple[list[tuple], str]:
+    """The auto-graded verdicts, and "; N points graded by hand" for hand-graded answers (status
+    "manual"): those are neither full marks in (a) nor zero in (b), so (a) and (b) leave them out."""
+    by_hand = sum(t[2] for t in tests if t[3] == "manual")
+    return [t for t in tests if t[3] != "manual"], (f"; {by_hand:g} points graded by hand" if by_hand else "")
 
 
 def _add_c(report: GateReport, exercise: nbs.Exercise, by_id: dict, plan: "_Plan | None" = None) -> None:

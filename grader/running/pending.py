@@ -58,10 +58,12 @@ def pending_submissions(course: CourseDir, names: list[str], students: list[str]
 
 
 def in_gradebook(marker: dict, scores: dict[tuple[str, str, str], float | None]) -> bool:
-    """Whether the gradebook holds every test score the marker says was saved."""
+    """Whether the gradebook holds every test score the marker says was saved (a hand-graded
+    answer's: no automatic score)."""
     try:
-        return all(scores.get((marker["student"], marker["assignment"], t["grade_id"])) == t["points"]
-                   for t in marker["tests"])
+        keys = [(marker["student"], marker["assignment"], t["grade_id"]) for t in marker["tests"]]
+        return all(scores.get(key, 0.0) is None if t["status"] == "manual" else scores.get(key) == t["points"]
+                   for key, t in zip(keys, marker["tests"]))
     except (KeyError, TypeError):
         return False
 

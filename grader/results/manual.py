@@ -1,0 +1,51 @@
+"""Hand-graded answers: their scores from nbgrader's gradebook, where formgrader writes them.
+
+A submission's marker holds what autograde decided: each test's points, and for a hand-graded
+answer the status ``"manual"`` (0 points, neither earned nor lost). The instructor's scores live in
+the gradebook (``Grade.manual_score``, plus ``extra_credit``); a manual score also overrides the
+automatic score of a test cell, as in nbgrader (``Grade.score``). :func:`final_score` joins the two:
+
+    scores = manual_scores(course)                   # {(student, assignment): {grade_id: score}}
+    final_score(outcome.score, outcome.tests, scores.get(key, {}))        # None while an answer awaits manual grading
+"""
+from __future__ import annotations
+
+from ..authoring.coursedir import CourseDir
+from ..engine.execute import AWAITING
+
+__all__ = ["AWAITING", "manual_scores", "final_score", "awaiting"]
+
+
+def manual_scores(course: CourseDir) -> dict[tuple[str, str], dict[str, float]]:
+    """(student, assignment) -> {grade_id: manual score + extra credit} for every grade that an
+    instructor scored by hand, by one query; {} when there is no gradebook."""
+    if not course.gradebook.is_file():
+        return {}
+    from nbgrader.api import (Assignment, Grade, GradeCell, Gradebook, SubmittedAssignment,
+                              SubmittedNotebook)
+
+    with Gradebook(f"sqlite:///{course.gradebook}") as gb:
+        rows = (gb.db.query(SubmittedAssignment.student_id, Assignment.name, GradeCell.name,
+                            Grade.manual_score, Grade.extra_credit)
+                .join(SubmittedNotebook, Grade.notebook_id == SubmittedNotebook.id)
+                .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+                .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+                .join(GradeCell, Grade.cell_id == GradeCell.id)
+                .filter(Grade.manual_score.isnot(None)).all())
+    found: dict[tuple[str, str], dict[str, float]] = {}
+    for student, assignment, grade_id, score, extra in rows:
+        found.setdefault((student, assignment), {})[grade_id] = float(score) + float(extra or 0.0)
+    return found
+
+
+def awaiting(tests: list[dict], scored: dict[str, float]) -> list[str]:
+    """The grade_ids of hand-graded answers not graded yet."""
+    return [t["grade_id"] for t in tests if t["status"] == "manual" and t["grade_id"] not in scored]
+
+
+def final_score(score: float, tests: list[dict], scored: dict[str, float]) -> float | None:
+    """Autograde's ``score`` with the instructor's scores in place of the points autograde gave
+    those cells; None while any answer awaits manual grading."""
+    if awaiting(tests, scored):
+        return None
+    return score + sum(scored[t["grade_id"]] - t["points"] for t in tests if t["grade_id"] in scored)
