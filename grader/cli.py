@@ -142,7 +142,7 @@ def cmd_check(args) -> int:
     say = (lambda msg: print(f"  ... {msg}", flush=True)) if not args.quiet else None
     reports = check_notebooks(paths, workers=args.workers, limits=_limits(args, course=False), unsafe=args.unsafe,
                               progress=say, scheduler=args.scheduler,
-                              thorough=args.thorough)
+                              thorough=args.thorough, allow_asserts=args.allow_asserts)
     for report in reports:
         print(f"{'PASS' if report.ok else 'FAIL'}  {report.notebook}")
         for check in report.checks:
@@ -262,6 +262,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("paths", type=Path, nargs="*")
     p.add_argument("--thorough", action="store_true",
                    help="(c) with one kernel per exercise on a copy cut after it (default: one kernel per notebook)")
+    p.add_argument("--allow-asserts", action="store_true",
+                   help="accept assert-only test cells (stock nbgrader's kind, no record()): they score full marks "
+                        "when they raise nothing, so their points rest on the kernel's word (default: they fail (f))")
     grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)))
     p = subcommand("demo", cmd_demo, "build, release, grade the bundled example class, write feedback and CSV")
     p.add_argument("--all", action="store_true", help="every notebook (default: the first two, a few minutes)")
