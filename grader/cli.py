@@ -43,8 +43,11 @@ def _named(args, names: list[str]) -> list[str] | None:
 def cmd_build(args) -> int:
     from .authoring.assembly import build
 
-    ids = build(args.root, args.course)
-    print(f"built {args.root} with {len(ids)} assignment(s): {', '.join(ids)}")
+    ids = build(args.root, args.course, args.course_id)
+    from .authoring.config import configured_course_id
+
+    print(f"built {args.root} (course id {configured_course_id(args.root)!r}) with {len(ids)} assignment(s): "
+          f"{', '.join(ids)}")
     return 0
 
 
@@ -228,6 +231,9 @@ def parser() -> argparse.ArgumentParser:
 
     p = subcommand("build", cmd_build, "assemble the nbgrader course directory from course/*.ipynb")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
+    p.add_argument("--course-id", default=None, metavar="ID",
+                   help="nbgrader's course id, written into nbgrader_config.py (default: the course's current one; "
+                        "d2lite for a new course)")
     p = subcommand("release", cmd_release, "generate the student versions (nbgrader generate_assignment)")
     p.add_argument("assignment", nargs="*")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)

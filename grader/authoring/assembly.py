@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 from ..engine.course import is_support_file
-from .config import nbgrader_api, write_config
+from .config import CONFIG_NAME, configured_course_id, course_id_problem, nbgrader_api, write_config
 from .coursedir import CourseDir
 from .invocation import DEFAULT_ROOT, command
 
@@ -63,11 +63,14 @@ def check_root(root: Path, course: Path) -> Path:
     return root
 
 
-def build(root: Path, course: Path | None = None) -> list[str]:
-    """Create/refresh the nbgrader course at ``root`` from the course notebooks; return assignment ids."""
+def build(root: Path, course: Path | None = None, course_id: str | None = None) -> list[str]:
+    """Create/refresh the nbgrader course at ``root`` from the course notebooks; return assignment ids.
+
+    course_id: nbgrader's course id, written into ``nbgrader_config.py``; None keeps the one the course
+    has (``d2lite`` for a new course)."""
     course = course_folder(course)
     root = check_root(root, course)
-    write_config(root)
+    write_config(root, _course_id(root, course_id))
     CourseDir(root).exchange.mkdir(exist_ok=True)  # nbgrader logs "Unwritable directory" until it exists
     ids = []
     for notebook in course_notebooks(course):
@@ -82,6 +85,21 @@ def build(root: Path, course: Path | None = None) -> list[str]:
 
     load_semester(root, CourseDir(root).assignments())  # a wrong semester file is said now, not at autograde
     return ids
+
+
+def _course_id(root: Path, given: str | None) -> str:
+    """The id to write: ``given`` (checked), else the configured one; refuses to change the id of a course
+    that has a gradebook (its grades, and the exchange's folders, are filed under the old id)."""
+    had = configured_course_id(root)
+    if given is None:
+        return had
+    if course_id_problem(given):
+        raise GraderError(course_id_problem(given))
+    if given != had and (root / "gradebook.db").exists() and (root / CONFIG_NAME).exists():
+        raise GraderError(f"the course at {root} already has a gradebook under the course id {had!r}; refusing to "
+                          f"rename it to {given!r} (its grades and exchange folders are filed under {had!r}): "
+                          "build the new course in another directory, or leave out --course-id")
+    return given
 
 
 def support_files(notebook: Path) -> list[Path]:
