@@ -58,3 +58,23 @@ def test_the_id_of_a_course_with_a_gradebook_is_not_changed(tmp_path, capsys):
     assert "already has a gradebook under the course id 'ml101'" in said and "'ml102'" in said, said
     assert load_config(root).CourseDirectory.course_id == "ml101"
     assert build(root, "--course-id", "ml101") == 0, "the same id again is fine"
+
+
+def test_build_warns_about_a_notebook_without_nbgrader_cells_and_goes_on(tmp_path, capsys):
+    import shutil
+
+    import nbformat
+
+    course = tmp_path / "src"
+    course.mkdir()
+    shutil.copy(COURSE / "01_asserts.ipynb", course)
+    plain = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Notes"),
+                                            nbformat.v4.new_code_cell("x = 1")])
+    nbformat.write(plain, str(course / "02_notes.ipynb"))
+    assert main(["build", "--root", str(tmp_path / "course"), "--course", str(course)]) == 0
+    said = capsys.readouterr()
+    warned = [line for line in said.err.splitlines() if "warning" in line]
+    assert len(warned) == 1 and "02_notes.ipynb has no nbgrader cells: nothing in it is graded" in warned[0], said.err
+    assert "Create Assignment" in warned[0]
+    assert (tmp_path / "course" / "source" / "02_notes" / "02_notes.ipynb").exists(), "the build goes on"
+    assert "2 assignment(s)" in said.out

@@ -13,9 +13,10 @@ Layout (nbgrader's own)::
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
-from ..engine.course import is_support_file
+from ..engine.course import is_support_file, nbgrader_meta, read_notebook
 from .config import CONFIG_NAME, configured_course_id, course_id_problem, nbgrader_api, write_config
 from .coursedir import CourseDir
 from .invocation import DEFAULT_ROOT, command
@@ -74,6 +75,10 @@ def build(root: Path, course: Path | None = None, course_id: str | None = None) 
     CourseDir(root).exchange.mkdir(exist_ok=True)  # nbgrader logs "Unwritable directory" until it exists
     ids = []
     for notebook in course_notebooks(course):
+        if not _has_nbgrader_cells(notebook):
+            print(f"course-grader build: warning: {notebook} has no nbgrader cells: nothing in it is graded; create "
+                  "the assignment with nbgrader's Create Assignment panel in JupyterLab",
+                  file=sys.stderr)
         assignment = notebook.stem
         target = CourseDir(root).source(assignment) / notebook.name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -85,6 +90,15 @@ def build(root: Path, course: Path | None = None, course_id: str | None = None) 
 
     load_semester(root, CourseDir(root).assignments())  # a wrong semester file is said now, not at autograde
     return ids
+
+
+def _has_nbgrader_cells(notebook: Path) -> bool:
+    """Whether any cell of ``notebook`` carries nbgrader metadata (an unreadable notebook counts as having them:
+    the gate and nbgrader say what is wrong with it)."""
+    try:
+        return any(nbgrader_meta(cell) for cell in read_notebook(notebook).cells)
+    except Exception:  # noqa: BLE001 - not this warning's business
+        return True
 
 
 def _course_id(root: Path, given: str | None) -> str:
