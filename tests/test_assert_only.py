@@ -81,6 +81,20 @@ def test_the_course_own_notebooks_have_no_assert_only_cell():
             if kernel_word_hint(nbs.read_notebook(nb).cells)] == []
 
 
+@pytest.mark.parametrize("error, score", [(False, 2.0), (True, 0.0)])
+def test_the_course_config_of_stock_nbgrader_leaves_an_assert_only_cell_to_nbgrader(error, score):
+    """Opted in, stock `nbgrader autograde` on a course-grader course runs grader.stock.CheckRecords: with
+    no reference values to compare (an assert-only cell), nbgrader's own verdict stands."""
+    from nbgrader.utils import determine_grade
+
+    from grader.stock import CheckRecords
+
+    cell = next(c for c in nbs.read_notebook(SOURCE).cells if nbs.nbgrader_meta(c).get("grade_id") == "test_scale")
+    cell.outputs = [nbformat.v4.new_output("error", ename="AssertionError", evalue="", traceback=[])] if error else []
+    CheckRecords.check_cell(cell, {})
+    assert determine_grade(cell) == (score, 2.0), cell.outputs
+
+
 # -- graded by the engine and by stock nbgrader -------------------------------------------------------
 
 def _stock_scores(base: Path, subs: dict[str, Path]) -> dict[str, float]:
