@@ -34,8 +34,6 @@ __all__ = ["Limits", "TestResult", "NotebookResult", "References", "ReferenceRun
            "verdict_line"]
 
 STATUSES = ("passed", "failed", "error", "timeout", "crashed", "not run", "missing")
-KERNEL_WORD = ("The test ran without an error. It records no values, so the grader compared none: scored as "
-               "nbgrader scores it, on the kernel's word.")
 
 
 class ReferenceRunError(RuntimeError):
@@ -220,6 +218,10 @@ def verdict_line(test: TestResult) -> str:
 
 def _text(value) -> str:
     return value if isinstance(value, str) else ""
+
+
+KERNEL_WORD = ("The test ran without an error. It records no values, so the grader compared none: scored as "
+               "nbgrader scores it, on the kernel's word.")
 
 
 def _verdict(gid: str, points: float, run: CellRun | None, expected: dict | None,

@@ -15,13 +15,14 @@ For each source notebook:
     without the grader. A line "who decides" (never failing) says how many points rest on values the
     grader compares, how many also on facts it reads from the answer's source, how many on the
     kernel's own word, and which visible parts hold kernel-side checks (advice, no points).
-    An assert-only test cell (no ``record()``, stock nbgrader's kind: the engine scores it full marks iff it
-    runs without an error) fails (f) unless the gate runs with ``allow_asserts`` (``--allow-asserts``),
-    which is meant for an nbgrader course brought in as it is; either way a line "kernel's word" names those
-    cells and shows how to add a hidden part that records.
 
 The trusted reference run also fails when a graded test cell that calls ``record()`` records no value. Grading runs
 through :mod:`grader.engine.execute`; the runs of all notebooks share one pool of ``workers`` processes.
+
+An assert-only test cell (no ``record()``, stock nbgrader's kind: the engine scores it full marks iff it runs
+without an error) fails (f) unless the gate runs with ``allow_asserts`` (``--allow-asserts``), meant for an
+nbgrader course brought in as it is; either way a line "kernel's word" names those cells and shows how to add
+a hidden part that records.
 """
 from __future__ import annotations
 
@@ -155,15 +156,17 @@ def _structure_check(path: Path, report: GateReport, allow_asserts: bool = False
     problems = nbs.structure_problems(source)
     report.add("e", not problems, "; ".join(problems) or
                f"{len(nbs.exercises(source))} exercises, grade_ids unique, {nbs.test_points(source):g} points as announced")
-    rules = [problem for cell in source.cells if nbs.is_test(cell) and not (allow_asserts and nbs.asserts_only(cell))
-             for problem in graded_cell_problems(cell)]
+    rules = [problem for cell in source.cells if nbs.is_test(cell) for problem in graded_cell_problems(cell)]
+    if allow_asserts:  # assert-only test cells answer to nbgrader's rule instead (points on the kernel's word)
+        rules = [problem for cell in source.cells if nbs.is_test(cell) and not nbs.asserts_only(cell)
+                 for problem in graded_cell_problems(cell)]
     report.add("f", not rules, "; ".join(rules) or "hidden parts record results and compare nothing; "
                "visible parts run without the grader" + ("; assert-only test cells allowed (--allow-asserts)"
                                                          if allow_asserts and kernel_word_hint(source.cells) else ""))
-    report.add("who decides", True, who_decides(source.cells))
     if kernel_word_hint(source.cells):
         report.add("kernel's word", True, kernel_word_hint(source.cells) + ("" if allow_asserts else
                    "\n  (or, for an nbgrader course brought in as it is, run the gate with --allow-asserts)"))
+    report.add("who decides", True, who_decides(source.cells))
     return source
 
 
