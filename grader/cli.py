@@ -43,8 +43,11 @@ def _named(args, names: list[str]) -> list[str] | None:
 def cmd_build(args) -> int:
     from .authoring.assembly import build
 
-    ids = build(args.root, args.course)
-    print(f"built {args.root} with {len(ids)} assignment(s): {', '.join(ids)}")
+    ids = build(args.root, args.course, args.course_id)
+    from .authoring.config import configured_course_id
+
+    print(f"built {args.root} (course id {configured_course_id(args.root)!r}) with {len(ids)} assignment(s): "
+          f"{', '.join(ids)}")
     return 0
 
 
@@ -142,7 +145,7 @@ def cmd_check(args) -> int:
     say = (lambda msg: print(f"  ... {msg}", flush=True)) if not args.quiet else None
     reports = check_notebooks(paths, workers=args.workers, limits=_limits(args, course=False), unsafe=args.unsafe,
                               progress=say, scheduler=args.scheduler,
-                              thorough=args.thorough)
+                              thorough=args.thorough, allow_asserts=args.allow_asserts)
     for report in reports:
         print(f"{'PASS' if report.ok else 'FAIL'}  {report.notebook}")
         for check in report.checks:
@@ -228,6 +231,9 @@ def parser() -> argparse.ArgumentParser:
 
     p = subcommand("build", cmd_build, "assemble the nbgrader course directory from course/*.ipynb")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
+    p.add_argument("--course-id", default=None, metavar="ID",
+                   help="nbgrader's course id, written into nbgrader_config.py (default: the course's current one; "
+                        "d2lite for a new course)")
     p = subcommand("release", cmd_release, "generate the student versions (nbgrader generate_assignment)")
     p.add_argument("assignment", nargs="*")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
@@ -262,6 +268,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("paths", type=Path, nargs="*")
     p.add_argument("--thorough", action="store_true",
                    help="(c) with one kernel per exercise on a copy cut after it (default: one kernel per notebook)")
+    p.add_argument("--allow-asserts", action="store_true",
+                   help="accept assert-only test cells (stock nbgrader's kind, no record()): they score full marks "
+                        "when they raise nothing, so their points rest on the kernel's word (default: they fail (f))")
     grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)))
     p = subcommand("demo", cmd_demo, "build, release, grade the bundled example class, write feedback and CSV")
     p.add_argument("--all", action="store_true", help="every notebook (default: the first two, a few minutes)")

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from .authoring.assembly import assignments, build, course_folder, release
-from .authoring.config import COURSE_ID
+from .authoring.config import configured_course_id
 from .authoring.coursedir import CourseDir
 from .authoring.invocation import command
 
@@ -63,7 +63,7 @@ def student_config(course_root: Path, target: Path = STUDENT_DIR) -> Path:
     and a course directory under the server's root (nbgrader logs an error otherwise)."""
     path = target / "nbgrader_config.py"
     target.mkdir(parents=True, exist_ok=True)
-    path.write_text(STUDENT_CONFIG.format(course_id=COURSE_ID, root=str(target.resolve()),
+    path.write_text(STUDENT_CONFIG.format(course_id=configured_course_id(course_root), root=str(target.resolve()),
                                           exchange=str(CourseDir(course_root.resolve()).exchange)),
                     encoding="utf-8")
     return path

@@ -97,7 +97,8 @@ def test_grading_against_stale_references_is_flagged(run, tmp_path):
 
 
 @pytest.mark.parametrize("damage, words", [
-    (lambda c: setattr(c, "source", c.source.replace("record(", "print(")), "recorded no values"),
+    # calls record(), but never runs it (a test without record() is assert-only: tests/test_assert_only.py)
+    (lambda c: setattr(c, "source", c.source.replace("record(", "0 and record(")), "recorded no values"),
     (lambda c: setattr(c, "source", "assert False, 'broken test'"), "did not pass"),
 ])
 def test_reference_run_fails_loudly_on_a_broken_test(tmp_path, damage, words):

@@ -28,10 +28,14 @@ def test_a_test_that_passes_on_the_stub_is_flagged(reports):
     assert checks["d"].ok and checks["e"].ok
 
 
-def test_a_test_that_records_nothing_fails_the_reference_run(reports):
+def test_a_test_that_records_nothing_fails_the_gate_by_default(reports):
+    """An assert-only test (stock nbgrader's kind) is graded as nbgrader grades it, but this course's gate
+    refuses it (f) unless run with --allow-asserts: its points would rest on the kernel's word."""
     checks = reports["norecord"]
-    assert not checks["reference"].ok and "recorded no values" in checks["reference"].detail
-    assert "a" not in checks, "nothing is graded without reference values"
+    assert checks["reference"].ok and checks["a"].ok and checks["b"].ok, checks["reference"].detail
+    assert not checks["f"].ok and "'test_scale': there is no hidden part" in checks["f"].detail
+    assert "test_scale (2 points)" in checks["kernel's word"].detail
+    assert "2 on the kernel's own word" in checks["who decides"].detail
 
 
 def test_check_exits_non_zero_on_a_bad_notebook_without_running_it(capsys, tmp_path):

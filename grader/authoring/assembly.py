@@ -13,10 +13,11 @@ Layout (nbgrader's own)::
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
-from ..engine.course import is_support_file
-from .config import nbgrader_api, write_config
+from ..engine.course import is_support_file, nbgrader_meta, read_notebook
+from .config import CONFIG_NAME, configured_course_id, course_id_problem, nbgrader_api, write_config
 from .coursedir import CourseDir
 from .invocation import DEFAULT_ROOT, command
 
@@ -63,14 +64,21 @@ def check_root(root: Path, course: Path) -> Path:
     return root
 
 
-def build(root: Path, course: Path | None = None) -> list[str]:
-    """Create/refresh the nbgrader course at ``root`` from the course notebooks; return assignment ids."""
+def build(root: Path, course: Path | None = None, course_id: str | None = None) -> list[str]:
+    """Create/refresh the nbgrader course at ``root`` from the course notebooks; return assignment ids.
+
+    course_id: nbgrader's course id, written into ``nbgrader_config.py``; None keeps the one the course
+    has (``d2lite`` for a new course)."""
     course = course_folder(course)
     root = check_root(root, course)
-    write_config(root)
+    write_config(root, _course_id(root, course_id))
     CourseDir(root).exchange.mkdir(exist_ok=True)  # nbgrader logs "Unwritable directory" until it exists
     ids = []
     for notebook in course_notebooks(course):
+        if not _has_nbgrader_cells(notebook):
+            print(f"course-grader build: warning: {notebook} has no nbgrader cells: nothing in it is graded; create "
+                  "the assignment with nbgrader's Create Assignment panel in JupyterLab",
+                  file=sys.stderr)
         assignment = notebook.stem
         target = CourseDir(root).source(assignment) / notebook.name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -82,6 +90,30 @@ def build(root: Path, course: Path | None = None) -> list[str]:
 
     load_semester(root, CourseDir(root).assignments())  # a wrong semester file is said now, not at autograde
     return ids
+
+
+def _has_nbgrader_cells(notebook: Path) -> bool:
+    """Whether any cell of ``notebook`` carries nbgrader metadata (an unreadable notebook counts as having them:
+    the gate and nbgrader say what is wrong with it)."""
+    try:
+        return any(nbgrader_meta(cell) for cell in read_notebook(notebook).cells)
+    except Exception:  # noqa: BLE001 - not this warning's business
+        return True
+
+
+def _course_id(root: Path, given: str | None) -> str:
+    """The id to write: ``given`` (checked), else the configured one; refuses to change the id of a course
+    that has a gradebook (its grades, and the exchange's folders, are filed under the old id)."""
+    had = configured_course_id(root)
+    if given is None:
+        return had
+    if course_id_problem(given):
+        raise GraderError(course_id_problem(given))
+    if given != had and (root / "gradebook.db").exists() and (root / CONFIG_NAME).exists():
+        raise GraderError(f"the course at {root} already has a gradebook under the course id {had!r}; refusing to "
+                          f"rename it to {given!r} (its grades and exchange folders are filed under {had!r}): "
+                          "build the new course in another directory, or leave out --course-id")
+    return given
 
 
 def support_files(notebook: Path) -> list[Path]:

@@ -6,6 +6,7 @@ loads it with traitlets), so the course directory behaves the same whichever too
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -14,9 +15,13 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from .coursedir import MARKER
 
-__all__ = ["COURSE_ID", "CONFIG_NAME", "write_config", "load_config", "load_limits", "nbgrader_api"]
+__all__ = ["COURSE_ID", "CONFIG_NAME", "write_config", "load_config", "load_limits", "nbgrader_api",
+           "course_id_problem", "configured_course_id"]
 
-COURSE_ID = "d2lite"
+COURSE_ID = "d2lite"  # the default course id (``course-grader build --course-id`` sets another)
+# nbgrader itself only strips whitespace; its exchange uses the id as a folder name and in glob
+# patterns, so only characters that are safe as both.
+COURSE_ID_RULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 CONFIG_NAME = "nbgrader_config.py"
 
 TEMPLATE = '''\
@@ -71,8 +76,26 @@ c.CheckRecords.course_root = os.path.dirname(os.path.abspath(__file__))
 '''
 
 
+def course_id_problem(course_id: str) -> str:
+    """"" for a usable course id, else a sentence that says what is wrong and what is accepted."""
+    if isinstance(course_id, str) and COURSE_ID_RULE.fullmatch(course_id):
+        return ""
+    return (f"the course id {course_id!r} is not accepted: use 1 to 64 letters, digits, '_', '.' or '-', starting "
+            "with a letter or digit (nbgrader's exchange makes a folder of it and matches it in file patterns), "
+            f"e.g. {COURSE_ID!r} or 'ml-101'")
+
+
+def configured_course_id(root: Path) -> str:
+    """The course id in ``root/nbgrader_config.py``; :data:`COURSE_ID` when the course has no configuration yet."""
+    if not (Path(root) / CONFIG_NAME).is_file():
+        return COURSE_ID
+    return load_config(Path(root)).CourseDirectory.get("course_id") or COURSE_ID
+
+
 def write_config(root: Path, course_id: str = COURSE_ID) -> Path:
-    """Write ``root/nbgrader_config.py`` and return its path."""
+    """Write ``root/nbgrader_config.py`` and return its path (ValueError for an id :func:`course_id_problem` refuses)."""
+    if course_id_problem(course_id):
+        raise ValueError(course_id_problem(course_id))
     root.mkdir(parents=True, exist_ok=True)
     path = root / CONFIG_NAME
     from ..engine.sandbox import Limits

@@ -21,10 +21,11 @@ from __future__ import annotations
 import ast
 
 from ..engine.answer_rules import rule_problems
-from ..engine.course import HIDDEN_BEGIN, HIDDEN_END, RECORD_IMPORT, cell_points, is_test, nbgrader_meta, split_hidden
+from ..engine.course import (HIDDEN_BEGIN, HIDDEN_END, RECORD_IMPORT, asserts_only, cell_points, is_test, nbgrader_meta,
+                             split_hidden)
 from ..engine.shares import TOLERANCE, declared_shares, in_loop_or_function
 
-__all__ = ["graded_cell_problems", "share_problems", "who_decides", "COMPARING_CALLS"]
+__all__ = ["graded_cell_problems", "share_problems", "who_decides", "kernel_word_hint", "COMPARING_CALLS"]
 
 # Names of functions that compare values; any attribute chain through ``testing`` counts too.
 COMPARING_CALLS = {"assert_close", "assert_allclose", "assert_equal", "assert_array_equal", "equal",
@@ -180,3 +181,20 @@ def who_decides(cells) -> str:
     if advice:
         line += f"; kernel-side checks in visible parts are advice only ({', '.join(advice)})"
     return line
+
+
+def kernel_word_hint(cells) -> str:
+    """For the gate: the assert-only test cells (stock nbgrader's kind, :func:`grader.engine.course.asserts_only`)
+    by grade_id with their points, and how to add a hidden part the grader compares; "" when there are none.
+
+    Such a cell scores full marks when it runs without an error, as nbgrader scores it; the student's code
+    runs in the same kernel and can make its asserts pass, so its points rest on the kernel's word."""
+    named = [f"{nbgrader_meta(cell).get('grade_id', '?')} ({cell_points(cell):g} points)"
+             for cell in cells if asserts_only(cell)]
+    if not named:
+        return ""
+    return (f"assert-only test cells, scored as nbgrader scores them (full marks when they raise nothing), so a "
+            f"student's code can forge them: {', '.join(named)}. To make the grader decide, add at the end of each "
+            f"a hidden part that records the student's results on fresh inputs:\n"
+            f"    ### {HIDDEN_BEGIN}\n    {RECORD_IMPORT}\n"
+            f"    record(\"key\", value, \"what it checks\")\n    ### {HIDDEN_END}")

@@ -23,7 +23,7 @@ __all__ = [
     "test_points", "structure_problems", "stub", "truncate",
     "solution_lines", "hidden_test_lines", "STUBBED_PREFIX", "stubbed_walkthrough", "cell_points", "is_support_file",
     "strip_hidden", "HIDDEN_NOTE", "HIDDEN_BEGIN", "HIDDEN_END", "SOLUTION_BEGIN",
-    "SOLUTION_END", "MARKERS", "without_hidden", "stub_source", "ends_with_expression",
+    "SOLUTION_END", "MARKERS", "without_hidden", "stub_source", "ends_with_expression", "asserts_only",
 ]
 
 HEADER_POINTS = re.compile(r"^\s*\**\s*Total points\s*:\s*\**\s*([0-9]+(?:\.[0-9]+)?)", re.M)
@@ -89,6 +89,16 @@ def manual_points(nb: NotebookNode) -> float:
 def is_test(cell: NotebookNode) -> bool:
     meta = nbgrader_meta(cell)
     return bool(meta.get("grade")) and not meta.get("solution") and cell.get("cell_type") == "code"
+
+
+_RECORD_CALL = re.compile(r"\brecord\s*\(")
+
+
+def asserts_only(cell: NotebookNode) -> bool:
+    """A graded test cell that calls no ``record()`` (stock nbgrader's kind: it asserts, and nbgrader
+    scores it full marks iff it runs without an error). Its verdict rests on the kernel's own word:
+    a student's code runs in the same kernel and can make the asserts pass (THREAT_MODEL.md)."""
+    return is_test(cell) and not _RECORD_CALL.search(cell.get("source", ""))
 
 
 def exercises(nb: NotebookNode) -> list[Exercise]:

@@ -18,8 +18,13 @@ For each source notebook:
 (m) hand-graded answers (:mod:`grader.authoring.manual_cells`) follow their own rules; (a) and (b)
     leave their points out and name them: "N points graded by hand".
 
-The trusted reference run also fails when a graded test cell records no value. Grading runs
+The trusted reference run also fails when a graded test cell that calls ``record()`` records no value. Grading runs
 through :mod:`grader.engine.execute`; the runs of all notebooks share one pool of ``workers`` processes.
+
+An assert-only test cell (no ``record()``, stock nbgrader's kind: the engine scores it full marks iff it runs
+without an error) fails (f) unless the gate runs with ``allow_asserts`` (``--allow-asserts``), meant for an
+nbgrader course brought in as it is; either way a line "kernel's word" names those cells and shows how to add
+a hidden part that records.
 """
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ from pathlib import Path
 import nbformat
 
 from ..authoring.assembly import GraderError, build, release
-from ..authoring.graded_cells import graded_cell_problems, who_decides
+from ..authoring.graded_cells import graded_cell_problems, kernel_word_hint, who_decides
 from ..authoring.manual_cells import manual_cell_problems
 from ..engine import course as nbs
 from ..engine.shares import visible_apart
@@ -144,7 +149,7 @@ class _Plan:
     references: dict | None = None  # the reference run's values (References.to_dict())
 
 
-def _structure_check(path: Path, report: GateReport) -> nbs.NotebookNode | None:
+def _structure_check(path: Path, report: GateReport, allow_asserts: bool = False) -> nbs.NotebookNode | None:
     """Gate (e); returns the notebook, or None when it cannot be read."""
     try:
         source = nbs.read_notebook(path)
@@ -156,8 +161,15 @@ def _structure_check(path: Path, report: GateReport) -> nbs.NotebookNode | None:
                f"{len(nbs.exercises(source))} exercises, grade_ids unique, "
                f"{nbs.test_points(source) + nbs.manual_points(source):g} points as announced")
     rules = [problem for cell in source.cells if nbs.is_test(cell) for problem in graded_cell_problems(cell)]
+    if allow_asserts:  # assert-only test cells answer to nbgrader's rule instead (points on the kernel's word)
+        rules = [problem for cell in source.cells if nbs.is_test(cell) and not nbs.asserts_only(cell)
+                 for problem in graded_cell_problems(cell)]
     report.add("f", not rules, "; ".join(rules) or "hidden parts record results and compare nothing; "
-               "visible parts run without the grader")
+               "visible parts run without the grader" + ("; assert-only test cells allowed (--allow-asserts)"
+                                                         if allow_asserts and kernel_word_hint(source.cells) else ""))
+    if kernel_word_hint(source.cells):
+        report.add("kernel's word", True, kernel_word_hint(source.cells) + ("" if allow_asserts else
+                   "\n  (or, for an nbgrader course brought in as it is, run the gate with --allow-asserts)"))
     report.add("who decides", True, who_decides(source.cells))
     if nbs.manual_points(source):
         manual = manual_cell_problems(source)
@@ -181,12 +193,14 @@ def _release_check(path: Path, source: nbs.NotebookNode, files: Path, report: Ga
 
 
 def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe: bool = False,
-                    progress=None, thorough: bool = False, scheduler: str | None = None) -> list[GateReport]:
+                    progress=None, thorough: bool = False, scheduler: str | None = None,
+                    allow_asserts: bool = False) -> list[GateReport]:
     """Run the gate on every notebook; ``progress(msg)`` is called as checks finish.
 
     (c) runs by default in one kernel per notebook (:func:`grader.engine.course.stubbed_walkthrough`);
     ``thorough`` runs one kernel per exercise instead, each on a copy cut after that exercise.
     Runs go to ``workers`` local processes, or to the Dask cluster at ``scheduler``.
+    ``allow_asserts``: assert-only test cells pass (f) (their points rest on the kernel's word).
     """
     from ..engine.sandbox import Limits
 
@@ -199,7 +213,7 @@ def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe:
             report = GateReport(path)
             files = scratch / f"{index}-{path.stem}"
             files.mkdir()
-            plan = _Plan(report, _structure_check(path, report), files)
+            plan = _Plan(report, _structure_check(path, report, allow_asserts), files)
             if plan.source is not None:
                 plan.assignment = Assignment.from_source(path)
             plans.append(plan)
@@ -218,7 +232,8 @@ def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe:
                     raise
                 except Exception as failure:  # noqa: BLE001 - ReferenceRunError, SandboxUnavailable, ...
                     references, error = None, f"{type(failure).__name__}: {failure}"
-                plan.report.add("reference", error is None, error or "the solution runs and every test records a value")
+                plan.report.add("reference", error is None, error or "the solution runs and every test that calls "
+                                "record() records a value")
                 say(f"{plan.report.notebook.name}: reference run {'ok' if error is None else 'FAILED'}")
                 if error is None:
                     plan.references = references
