@@ -4,7 +4,8 @@ Layout (nbgrader's own)::
 
     ROOT/nbgrader_config.py
     ROOT/gradebook.db
-    ROOT/source/<assignment>/<assignment>.ipynb      one assignment per course notebook
+    ROOT/source/<assignment>/<assignment>.ipynb      one assignment per course notebook, or
+    ROOT/source/<assignment>/*.ipynb                 the notebooks of an nbgrader-layout assignment folder
     ROOT/release/<assignment>/<assignment>.ipynb     student version (generate_assignment)
     ROOT/submitted/<student>/<assignment>/...        collect
     ROOT/autograded/<student>/<assignment>/...       autograde
@@ -67,29 +68,73 @@ def check_root(root: Path, course: Path) -> Path:
 def build(root: Path, course: Path | None = None, course_id: str | None = None) -> list[str]:
     """Create/refresh the nbgrader course at ``root`` from the course notebooks; return assignment ids.
 
-    course_id: nbgrader's course id, written into ``nbgrader_config.py``; None keeps the one the course
-    has (``d2lite`` for a new course)."""
+    course: ``course/*.ipynb`` (one assignment per notebook), or a course in nbgrader's layout (one folder per
+    assignment, :mod:`grader.authoring.nbcourse`).
+    course_id: nbgrader's course id, written into ``nbgrader_config.py``; None: the literal id an nbgrader-layout
+    course's own nbgrader_config.py gives, else the one the course has (``d2lite`` for a new course)."""
     course = course_folder(course)
     root = check_root(root, course)
+    layout = _nbgrader_layout(course)
+    if layout is not None and course_id is None and layout.course_id is not None:
+        if course_id_problem(layout.course_id):
+            raise GraderError(f"{course / 'nbgrader_config.py'}: {course_id_problem(layout.course_id)}; "
+                              "or pass --course-id")
+        course_id = layout.course_id
     write_config(root, _course_id(root, course_id))
     CourseDir(root).exchange.mkdir(exist_ok=True)  # nbgrader logs "Unwritable directory" until it exists
-    ids = []
-    for notebook in course_notebooks(course):
-        if not _has_nbgrader_cells(notebook):
-            print(f"course-grader build: warning: {notebook} has no nbgrader cells: nothing in it is graded; create "
-                  "the assignment with nbgrader's Create Assignment panel in JupyterLab",
-                  file=sys.stderr)
-        assignment = notebook.stem
-        target = CourseDir(root).source(assignment) / notebook.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(notebook, target)
-        for support in support_files(notebook):
-            shutil.copyfile(support, target.parent / support.name)
-        ids.append(assignment)
+    ids = _build_folders(root, layout) if layout is not None else \
+        [_build_notebook(root, notebook) for notebook in course_notebooks(course)]
     from .semester import load_semester
 
     load_semester(root, CourseDir(root).assignments())  # a wrong semester file is said now, not at autograde
     return ids
+
+
+def _build_notebook(root: Path, notebook: Path) -> str:
+    """Copy one course notebook, and the files it names, into ``source/<its stem>/``; return the stem."""
+    _warn_without_cells(notebook)
+    target = CourseDir(root).source(notebook.stem) / notebook.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(notebook, target)
+    for support in support_files(notebook):
+        shutil.copyfile(support, target.parent / support.name)
+    return notebook.stem
+
+
+def _warn_without_cells(notebook: Path) -> None:
+    if not _has_nbgrader_cells(notebook):
+        print(f"course-grader build: warning: {notebook} has no nbgrader cells: nothing in it is graded; create "
+              "the assignment with nbgrader's Create Assignment panel in JupyterLab", file=sys.stderr)
+
+
+def _nbgrader_layout(course: Path):
+    """``course`` read as nbgrader's layout (:mod:`grader.authoring.nbcourse`), or None; its settings that build
+    could not read are said on stderr."""
+    from .nbcourse import read_layout
+
+    try:
+        layout = read_layout(course)
+    except FileNotFoundError as error:
+        raise GraderError(str(error)) from None
+    for sentence in layout.ignored if layout else []:
+        print(f"course-grader build: warning: {sentence}", file=sys.stderr)
+    return layout
+
+
+def _build_folders(root: Path, layout) -> list[str]:
+    """Copy each assignment folder of a course in nbgrader's layout into ``source/<assignment>/`` (its notebooks
+    with the header and footer around them); a notebook left in ``source/<assignment>/`` by an earlier build and
+    no longer in the folder is removed (it would be graded). Return the assignment ids."""
+    from .nbcourse import copy_assignment
+
+    for assignment, folder in layout.assignments.items():
+        target = CourseDir(root).source(assignment)
+        copied = copy_assignment(folder, target, layout.header, layout.footer)
+        for stale in set(target.glob("*.ipynb")) - set(copied):
+            stale.unlink()
+        for notebook in sorted(folder.glob("*.ipynb")):
+            _warn_without_cells(notebook)
+    return list(layout.assignments)
 
 
 def _has_nbgrader_cells(notebook: Path) -> bool:
@@ -151,6 +196,6 @@ def release(root: Path, selected: list[str] | None = None) -> list[Path]:
             log = (shared.get("error") or "") + (shared.get("log") or "")
             raise GraderError(f"nbgrader could not put {assignment} into the exchange "
                               f"({CourseDir(root).exchange}):\n{log[-3000:]}")
-        out.append(CourseDir(root).released_notebook(assignment))
+        out += [CourseDir(root).released_notebook(assignment, nb) for nb in CourseDir(root).notebooks(assignment)]
     return out
 

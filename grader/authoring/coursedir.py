@@ -3,10 +3,12 @@
     ROOT/nbgrader_config.py                        written by `build` (grader.authoring.config)
     ROOT/gradebook.db                              nbgrader's gradebook
     ROOT/semester.toml                             due dates, late rule, extensions (the instructor's; grader.authoring.semester)
-    ROOT/source/<assignment>/<assignment>.ipynb    the instructor's notebook, with support files
+    ROOT/source/<assignment>/<assignment>.ipynb    the instructor's notebook, with support files; an
+                                                   nbgrader-layout assignment: several <notebook>.ipynb
     ROOT/release/<assignment>/                     what students get (nbgrader generate_assignment)
     ROOT/exchange/                                 nbgrader's exchange (release_assignment, submit)
-    ROOT/references/<assignment>.json              what the solution recorded (grader.engine.references)
+    ROOT/references/<assignment>.json              what the solution recorded (grader.engine.references);
+    ROOT/references/<assignment>/<notebook>.json   that of a notebook not named as its assignment
     ROOT/submitted/<student>/<assignment>/         a collected notebook, timestamp.txt, rejected.json,
                                                    submission_secret.txt (collected from an exchange)
     ROOT/replaced/<student>/<assignment>/<time>/   a submission that a later collect replaced
@@ -57,22 +59,31 @@ class CourseDir:
     def source(self, assignment: str) -> Path:
         return self.root / "source" / assignment
 
-    def source_notebook(self, assignment: str) -> Path:
-        return self.source(assignment) / f"{assignment}.ipynb"
+    def notebooks(self, assignment: str) -> list[str]:
+        """The names (without .ipynb) of the assignment's source notebooks, sorted: ``[assignment]`` for a
+        course built from ``course/*.ipynb``, several for an nbgrader-layout assignment folder."""
+        return sorted(p.stem for p in self.source(assignment).glob("*.ipynb") if p.is_file())
+
+    def source_notebook(self, assignment: str, notebook: str | None = None) -> Path:
+        return self.source(assignment) / f"{notebook or assignment}.ipynb"
 
     def release(self, assignment: str) -> Path:
         return self.root / "release" / assignment
 
-    def released_notebook(self, assignment: str) -> Path:
-        return self.release(assignment) / f"{assignment}.ipynb"
+    def released_notebook(self, assignment: str, notebook: str | None = None) -> Path:
+        return self.release(assignment) / f"{notebook or assignment}.ipynb"
 
     @property
     def key(self) -> Path:
         """The course's secret key (grader.engine.seal)."""
         return self.root / ".course-grader-key"
 
-    def references(self, assignment: str) -> Path:
-        return self.root / "references" / f"{assignment}.json"
+    def references(self, assignment: str, notebook: str | None = None) -> Path:
+        """``references/<assignment>.json`` for the notebook named as its assignment (a course built from
+        ``course/*.ipynb``); ``references/<assignment>/<notebook>.json`` for any other notebook."""
+        if notebook in (None, assignment):
+            return self.root / "references" / f"{assignment}.json"
+        return self.root / "references" / assignment / f"{notebook}.json"
 
     def assignments(self) -> list[str]:
         """Assignment ids with a source notebook, in order ([] before `build`)."""
@@ -88,8 +99,8 @@ class CourseDir:
         """Where collect keeps the earlier submissions it replaced, one folder each, named by its timestamp."""
         return self.root / "replaced" / student / assignment
 
-    def submitted_notebook(self, student: str, assignment: str) -> Path:
-        return self.submission(student, assignment) / f"{assignment}.ipynb"
+    def submitted_notebook(self, student: str, assignment: str, notebook: str | None = None) -> Path:
+        return self.submission(student, assignment) / f"{notebook or assignment}.ipynb"
 
     def students(self) -> list[str]:
         """Students with a folder in submitted/, sorted."""
