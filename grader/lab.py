@@ -46,7 +46,8 @@ c.Exchange.root = {exchange!r}
 def student_copies(root: Path, course: Path | None, target: Path = STUDENT_DIR) -> list[Path]:
     """Release when needed, then copy each released assignment that the student does not have yet."""
     built = CourseDir(root).assignments()
-    if not built or not all(CourseDir(root).released_notebook(a).is_file() for a in built):
+    if not built or not all(CourseDir(root).released_notebook(a, nb).is_file()
+                            for a in built for nb in CourseDir(root).notebooks(a)):
         build(root, course)
         release(root)
     made = []

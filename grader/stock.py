@@ -129,7 +129,7 @@ class CheckRecords(Preprocessor):
         from .engine.sandbox import Limits, sandbox_status
 
         source = CourseDir(root).source(assignment) / f"{notebook}.ipynb"
-        target = CourseDir(root).references(assignment)
+        target = CourseDir(root).references(assignment, notebook)
         key = course_key(CourseDir(root).key)
         try:
             cached = References.load(target, key)

@@ -67,6 +67,14 @@ class CourseDir:
     def source_notebook(self, assignment: str, notebook: str | None = None) -> Path:
         return self.source(assignment) / f"{notebook or assignment}.ipynb"
 
+    def source_files(self, assignment: str) -> list[Path]:
+        """The assignment's source notebooks (what a grade names by their hash)."""
+        return [self.source_notebook(assignment, name) for name in self.notebooks(assignment)]
+
+    def reference_files(self, assignment: str) -> list[Path]:
+        """The references file of each of the assignment's notebooks, in :meth:`notebooks` order."""
+        return [self.references(assignment, name) for name in self.notebooks(assignment)]
+
     def release(self, assignment: str) -> Path:
         return self.root / "release" / assignment
 

@@ -19,7 +19,7 @@ from nbformat import NotebookNode
 
 __all__ = [
     "Exercise", "read_notebook", "write_notebook", "nbgrader_meta", "is_solution", "is_test",
-    "exercises", "exercise_titles", "is_manual", "CODE_STUB", "TEXT_STUB", "manual_points", "header_points",
+    "exercises", "exercise_titles", "is_manual", "is_task", "CODE_STUB", "TEXT_STUB", "manual_points", "header_points",
     "test_points", "structure_problems", "stub", "truncate",
     "solution_lines", "hidden_test_lines", "STUBBED_PREFIX", "stubbed_walkthrough", "cell_points", "is_support_file",
     "strip_hidden", "HIDDEN_NOTE", "HIDDEN_BEGIN", "HIDDEN_END", "SOLUTION_BEGIN",
@@ -84,6 +84,13 @@ def is_manual(cell: NotebookNode) -> bool:
 
 def manual_points(nb: NotebookNode) -> float:
     return sum(cell_points(c) for c in nb.cells if is_manual(c))
+
+
+def is_task(cell: NotebookNode) -> bool:
+    """nbgrader's *task*: a locked markdown cell worth points, answered in cells the student adds after it
+    and graded by hand (its grade has no automatic score, as in nbgrader's autograde)."""
+    meta = nbgrader_meta(cell)
+    return bool(meta.get("task")) and not meta.get("grade") and not meta.get("solution")
 
 
 def is_test(cell: NotebookNode) -> bool:

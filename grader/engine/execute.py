@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 
 from .answer_rules import source_reason, test_cell_problems
-from .course import asserts_only, cell_points, is_manual, is_support_file, is_test, nbgrader_meta
+from .course import asserts_only, cell_points, is_manual, is_support_file, is_task, is_test, nbgrader_meta
 from .failures import raised_in_answer, visible_message
 from .kernel import CellRun
 from .merge import Merged, Role, merge, read_submission
@@ -190,7 +190,7 @@ def grade(source: Path, submission: Path | None, references: References, *, work
         problems.insert(0, why)
         for i, role in enumerate(merged.roles):
             cell = merged.notebook.cells[i]
-            if role.kind == "test" or (is_manual(cell) and role.grade_id not in tests):
+            if role.kind == "test" or ((is_manual(cell) or is_task(cell)) and role.grade_id not in tests):
                 tests[role.grade_id] = TestResult(role.grade_id, cell_points(cell), 0.0, "missing",
                                                   why[0].upper() + why[1:] + ".")
         return NotebookResult(tests, merged.notebook, problems)
@@ -210,6 +210,9 @@ def grade(source: Path, submission: Path | None, references: References, *, work
             cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=verdict_line(test))]
         elif role.kind == "answer" and is_manual(merged.notebook.cells[i]) and role.grade_id not in tests:
             tests[role.grade_id] = manual_result(role.grade_id, cell_points(merged.notebook.cells[i]))
+        elif is_task(merged.notebook.cells[i]):  # nbgrader's task: answered in added cells, graded by hand
+            gid = nbgrader_meta(merged.notebook.cells[i]).get("grade_id", "")
+            tests.setdefault(gid, manual_result(gid, cell_points(merged.notebook.cells[i])))
     return NotebookResult(tests, merged.notebook, problems)
 
 

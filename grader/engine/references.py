@@ -16,12 +16,21 @@ from pathlib import Path
 
 from .seal import seal, verify
 
-__all__ = ["References", "sha256_of"]
+__all__ = ["References", "sha256_of", "sha256_of_all"]
 
 
 def sha256_of(path: Path) -> str:
     """The file's SHA-256 (hex): how a references file or a grade names the source it came from."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def sha256_of_all(paths: list[Path]) -> str:
+    """One file's :func:`sha256_of`; for several (the notebooks of an assignment), the SHA-256 of their
+    "name hash" lines, so that a change to any of them, or a file more or less, changes it."""
+    if len(paths) == 1:
+        return sha256_of(paths[0])
+    lines = "".join(f"{Path(p).name} {sha256_of(p)}\n" for p in sorted(paths, key=lambda p: Path(p).name))
+    return hashlib.sha256(lines.encode("utf-8")).hexdigest()
 
 
 class References:

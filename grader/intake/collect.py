@@ -3,8 +3,9 @@
 An inbox holds, per student, a folder or a ``.zip`` named by the student id, with the assignment
 notebooks anywhere inside; or it is an nbgrader exchange (``<course>/inbound/<student>+<assignment>+
 <timestamp>...``, see :mod:`grader.intake.exchange`). A notebook is matched by its file name
-(``01_tensors.ipynb``), or, when renamed, by the nbgrader cell ids it shares with exactly one
-assignment.
+(``01_tensors.ipynb``; ``problem1.ipynb`` of an assignment of several notebooks, nbgrader's layout), or,
+when renamed, by the nbgrader cell ids it shares with exactly one notebook of the course. The notebooks of
+one assignment are stored together, as one submission.
 
 Uploads are untrusted. They are read without following symbolic links (:mod:`grader.intake.uploads`),
 zips within size limits (:mod:`grader.intake.zips`); two uploads naming the same student (``bob/`` and
@@ -74,17 +75,19 @@ def collect(root: Path, inbox: Path, selected: list[str] | None = None, *, check
     """
     if not inbox.is_dir():
         raise GraderError(f"inbox {inbox} is not a folder; expected {INBOX_LAYOUT}")
-    known = {a: _grade_ids(CourseDir(root).source_notebook(a).read_bytes()) for a in (selected or assignments(root))}
+    course = CourseDir(root)
+    known = {(a, nb): _grade_ids(course.source_notebook(a, nb).read_bytes())
+             for a in (selected or assignments(root)) for nb in course.notebooks(a)}
     report = CollectReport()
     inbound = next((p for p in [inbox / "inbound", *inbox.glob("*/inbound")] if p.is_dir()), None)
     if inbound is not None:
-        found, report.rejected = submissions(inbound, set(known), check_owner)
+        found, report.rejected = submissions(inbound, {a for a, _ in known}, check_owner)
         for sub in found:
             upload = sub.folder.name
             notebooks = _guarded(report, upload, partial(_read_folder, sub.folder, upload))
             when = {sub.assignment: sub.when}
-            _import(root, sub.student, notebooks, {sub.assignment: known[sub.assignment]}, when, report, upload,
-                    sub.secret)
+            _import(root, sub.student, notebooks, {k: v for k, v in known.items() if k[0] == sub.assignment}, when,
+                    report, upload, sub.secret)
         return report
     uploads = _uploads(inbox, report, zip_limits)
     clashes = collisions({where: student for where, (student, _) in uploads.items()})
@@ -159,73 +162,86 @@ def _grade_ids(data: bytes) -> set[str]:
     return {nbgrader_meta(c).get("grade_id") for c in nb.cells if nbgrader_meta(c).get("grade_id")}
 
 
-def _match(notebooks: list[Notebook], known: dict[str, set[str]], report: CollectReport) -> dict[str, Notebook]:
-    """Assignment -> notebook, by file name first, then by shared grade_ids for renamed files."""
-    found: dict[str, Notebook] = {}
+def _match(notebooks: list[Notebook], known: dict[tuple[str, str], set[str]],
+           report: CollectReport) -> dict[tuple[str, str], Notebook]:
+    """(assignment, notebook) -> the upload's notebook: by file name first (when one assignment has a notebook of
+    that name), then by shared grade_ids (renamed files, or a name two assignments share)."""
+    found: dict[tuple[str, str], Notebook] = {}
     unknown = []
     for notebook in notebooks:
-        stem = Path(notebook.name).stem
-        if stem in known and stem not in found:
-            found[stem] = notebook
+        named = [slot for slot in known if slot[1] == Path(notebook.name).stem and slot not in found]
+        if len(named) == 1:
+            found[named[0]] = notebook
         else:
             unknown.append(notebook)
     for notebook in unknown:
         ids = _grade_ids(notebook.data)
-        candidates = [a for a, a_ids in known.items() if ids & a_ids and a not in found]
+        candidates = [slot for slot, slot_ids in known.items() if ids & slot_ids and slot not in found]
         if len(candidates) == 1:
             found[candidates[0]] = notebook
         else:
+            expected = ", ".join(sorted({f"{nb}.ipynb" for _, nb in known}))
             report.rejected.append(Rejected(notebook.where, "not recognised as any assignment notebook "
-                                            f"(expected one of: {', '.join(f'{a}.ipynb' for a in sorted(known))})"))
+                                            f"(expected one of: {expected})"))
     return found
 
 
-def _import(root: Path, student: str, notebooks: list[Notebook], known: dict[str, set[str]],
+def _import(root: Path, student: str, notebooks: list[Notebook], known: dict[tuple[str, str], set[str]],
             when: dict[str, datetime], report: CollectReport, where: str, secret: str = "") -> None:
-    """Store each matched notebook, dated by ``when``, else its timestamp.txt, else its mtime;
-    ``secret``: the exchange submission's, kept beside it (feedback is released under it)."""
+    """Store the matched notebooks of each assignment together, dated by ``when``, else a timestamp.txt beside
+    them, else the latest file's mtime; ``secret``: the exchange submission's, kept beside it (feedback is
+    released under it)."""
     now = datetime.now(timezone.utc)
-    for assignment, notebook in sorted(_match(notebooks, known, report).items()):
+    by_assignment: dict[str, dict[str, Notebook]] = {}
+    for (assignment, name), notebook in sorted(_match(notebooks, known, report).items()):
+        by_assignment.setdefault(assignment, {})[name] = notebook
+    for assignment, found in by_assignment.items():
         moment = when.get(assignment)
-        if moment is None and notebook.stamp is not None:
+        stamped = next((nb for nb in found.values() if nb.stamp is not None), None)
+        if moment is None and stamped is not None:
             try:
-                moment = read_timestamp(notebook.stamp.decode("utf-8", "replace").strip(), now)
+                moment = read_timestamp(stamped.stamp.decode("utf-8", "replace").strip(), now)
             except GraderError as error:
-                report.rejected.append(Rejected(notebook.where, f"{notebook.name}: its {TIMESTAMP_FILE} {error}"))
+                report.rejected.append(Rejected(stamped.where, f"{stamped.name}: its {TIMESTAMP_FILE} {error}"))
                 continue
-        moment = moment or datetime.fromtimestamp(notebook.mtime, tz=timezone.utc)
-        if _unchanged(root, student, assignment, notebook):  # keeps its first timestamp (and its grade)
+        moment = moment or datetime.fromtimestamp(max(nb.mtime for nb in found.values()), tz=timezone.utc)
+        wheres = ", ".join(nb.where for nb in found.values())
+        if _unchanged(root, student, assignment, found):  # keeps its first timestamp (and its grade)
             report.unchanged.append(Imported(student, assignment, CourseDir(root).timestamp(student, assignment),
-                                             notebook.where))
+                                             wheres))
             continue
-        _store(root, student, assignment, notebook, moment, report, secret)
+        _store(root, student, assignment, found, moment, report, secret)
 
 
-def _store(root: Path, student: str, assignment: str, notebook: Notebook, when: datetime,
+def _store(root: Path, student: str, assignment: str, found: dict[str, Notebook], when: datetime,
            report: CollectReport, secret: str = "") -> None:
-    """Write ``submitted/<student>/<assignment>/`` in a fresh folder, then swap it in: never half-written."""
+    """Write ``submitted/<student>/<assignment>/`` (``found``: notebook name -> the upload's notebook) in a fresh
+    folder, then swap it in: never half-written."""
     parent = CourseDir(root).submission(student, assignment).parent
     parent.mkdir(parents=True, exist_ok=True)
     fresh = Path(tempfile.mkdtemp(prefix=f".{assignment}.incoming-", dir=parent))
     (fresh / TIMESTAMP_FILE).write_text(timestamp_text(when), encoding="utf-8")
     if secret:
         (fresh / SECRET_FILE).write_text(secret, encoding="ascii")
-    try:
-        nbformat.reads(notebook.data.decode("utf-8"), as_version=4)
-    except Exception as error:
-        rejected = (f"{notebook.name} is not a readable notebook (damaged or not notebook JSON: "
-                    f"{type(error).__name__}); it must be submitted again, downloaded from JupyterLab "
-                    "(File > Download)")
-        report.rejected.append(Rejected(notebook.where, rejected))  # refused; rejected.json tells autograde why
-        (fresh / REJECTED_FILE).write_text(json.dumps({f"{assignment}.ipynb": rejected}), encoding="utf-8")
-    else:
-        rejected = ""
-        (fresh / f"{assignment}.ipynb").write_bytes(notebook.data)
+    refused = {}
+    for name, notebook in found.items():
+        try:
+            nbformat.reads(notebook.data.decode("utf-8"), as_version=4)
+        except Exception as error:
+            refused[f"{name}.ipynb"] = why = (
+                f"{notebook.name} is not a readable notebook (damaged or not notebook JSON: "
+                f"{type(error).__name__}); it must be submitted again, downloaded from JupyterLab (File > Download)")
+            report.rejected.append(Rejected(notebook.where, why))  # refused; rejected.json tells autograde why
+        else:
+            (fresh / f"{name}.ipynb").write_bytes(notebook.data)
+    if refused:
+        (fresh / REJECTED_FILE).write_text(json.dumps(refused), encoding="utf-8")
+    rejected = " ".join(refused.values())
     fresh.chmod(0o755)
     target = parent / assignment
     replaced = ""
     if target.exists():
-        kept = _keep_replaced(root, student, assignment) if (target / f"{assignment}.ipynb").exists() else None
+        kept = _keep_replaced(root, student, assignment) if any(target.glob("*.ipynb")) else None
         old = Path(tempfile.mkdtemp(prefix=f".{assignment}.replaced-", dir=parent))
         os.replace(target, old / assignment)
         os.replace(fresh, target)
@@ -235,13 +251,17 @@ def _store(root: Path, student: str, assignment: str, notebook: Notebook, when: 
         shutil.rmtree(old)
     else:
         os.replace(fresh, target)
-    report.imported.append(Imported(student, assignment, timestamp_text(when), notebook.where, rejected, replaced))
+    report.imported.append(Imported(student, assignment, timestamp_text(when),
+                                    ", ".join(nb.where for nb in found.values()), rejected, replaced))
 
 
-def _unchanged(root: Path, student: str, assignment: str, notebook: Notebook) -> bool:
-    """Whether the collected notebook of ``student`` already holds exactly these bytes."""
+def _unchanged(root: Path, student: str, assignment: str, found: dict[str, Notebook]) -> bool:
+    """Whether the collected notebooks of ``student``'s assignment are exactly these, with exactly these bytes."""
+    folder = CourseDir(root).submission(student, assignment)
     try:
-        return CourseDir(root).submitted_notebook(student, assignment).read_bytes() == notebook.data
+        return sorted(p.stem for p in folder.glob("*.ipynb")) == sorted(found) and \
+            all(CourseDir(root).submitted_notebook(student, assignment, name).read_bytes() == nb.data
+                for name, nb in found.items())
     except OSError:
         return False
 

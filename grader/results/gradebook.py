@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..authoring.coursedir import TIMESTAMP_FILE, CourseDir
-from ..engine.references import sha256_of
+from ..engine.references import sha256_of_all
 
 __all__ = ["Outcome", "save_result", "save_or_report", "outcomes"]
 
@@ -41,7 +41,8 @@ def _write_atomic(path: Path, text: str) -> None:
 def save_result(course: CourseDir, gb, student: str, assignment: str, result: dict, extra: list[str]) -> Outcome:
     """Write the autograded notebook, the gradebook rows (one commit), then the marker.
 
-    result: what :func:`grader.running.jobs.run_grade_job` returns; extra: problems to list first."""
+    result: what :func:`grader.running.jobs.run_grade_job` returns (or ``run_notebooks_job``: every notebook of
+    the assignment, each test naming its ``"notebook"``); extra: problems to list first."""
     from nbgrader.api import MissingEntry
     from sqlalchemy.exc import SAWarning
 
@@ -51,14 +52,15 @@ def save_result(course: CourseDir, gb, student: str, assignment: str, result: di
     target.mkdir(parents=True, exist_ok=True)
     course.marker(student, assignment).unlink(missing_ok=True)
     stamp = course.timestamp(student, assignment)
-    (target / f"{assignment}.ipynb").write_text(result["notebook"], encoding="utf-8")
+    for notebook, text in (result.get("notebooks") or {assignment: result["notebook"]}).items():
+        (target / f"{notebook}.ipynb").write_text(text, encoding="utf-8")
     (target / TIMESTAMP_FILE).write_text(stamp, encoding="utf-8")
     problems = extra + result["problems"]
     gb.update_or_create_student(student)
     gb.update_or_create_submission(assignment, student, timestamp=stamp)
     for test in result["tests"]:
         try:
-            grade = gb.find_grade(test["grade_id"], assignment, assignment, student)
+            grade = gb.find_grade(test["grade_id"], test.get("notebook", assignment), assignment, student)
         except MissingEntry:
             problems.append(f"{test['grade_id']} is not in the gradebook; release {assignment} again")
             continue
@@ -69,11 +71,12 @@ def save_result(course: CourseDir, gb, student: str, assignment: str, result: di
             grade.auto_score = test["points"]
             grade.needs_manual_grade = False
     gb.db.commit()
-    references = course.references(assignment)
+    references = course.reference_files(assignment)
     outcome = Outcome(student, assignment, sum(t["points"] for t in result["tests"]),
                       sum(t["max_points"] for t in result["tests"]), result["tests"], problems, stamp,
-                      sha256_of(course.source_notebook(assignment)),
-                      sha256_of(references) if references.is_file() else "", float(result.get("seconds", 0.0)))
+                      sha256_of_all(course.source_files(assignment)),
+                      sha256_of_all(references) if all(p.is_file() for p in references) else "",
+                      float(result.get("seconds", 0.0)))
     _write_atomic(course.marker(student, assignment), json.dumps(asdict(outcome), indent=1))  # ASCII: any text
     return outcome
 

@@ -23,7 +23,8 @@ from ..engine.references import References
 from ..engine.seal import course_key
 from ..results.gradebook import Outcome, outcomes as _outcomes, save_or_report
 from ..results.late import semester_of, sync
-from .jobs import Assignment, GradeJob, ReferenceJob, failed_result, run_grade_job, run_reference_job
+from .jobs import (Assignment, GradeJob, NotebooksJob, ReferenceJob, failed_result, merged_results, run_grade_job,
+                   run_notebooks_job, run_notebooks_reference_job, run_reference_job)
 from .runner import WorkerLost, open_runner
 from .pending import gradebook_scores, pending_submissions, reference_plan
 from .schedule import GradingQueue
@@ -141,14 +142,34 @@ class _Batch:
         self.course, self.limits, self.unsafe, self.progress, self.key = course, limits, unsafe, progress, key
         self.failed: dict[str, str] = {}                   # assignment -> why its reference failed
         self.refused: dict[tuple[str, str], str] = {}      # (student, assignment) -> why not graded
-        self.trusted: dict[str, Assignment] = {}
+        self.trusted: dict[tuple[str, str], Assignment] = {}  # (assignment, notebook) -> its trusted material
         self.unsaved: list[Outcome] = []                   # results that could not be saved
         self.lost: set[tuple[str, ...]] = set()            # jobs whose worker died once already
 
-    def _assignment(self, name: str) -> Assignment:
-        if name not in self.trusted:
-            self.trusted[name] = Assignment.from_source(self.course.source_notebook(name))
-        return self.trusted[name]
+    def _assignment(self, name: str, notebook: str | None = None) -> Assignment:
+        key = (name, notebook or name)
+        if key not in self.trusted:
+            self.trusted[key] = Assignment.from_source(self.course.source_notebook(*key))
+        return self.trusted[key]
+
+    def _single(self, name: str) -> bool:
+        """One notebook named as its assignment (a course built from course/*.ipynb): graded by a plain job;
+        any other assignment (nbgrader's layout) by a :class:`NotebooksJob`."""
+        return self.course.notebooks(name) == [name]
+
+    def _failed(self, name: str, why: str) -> dict:
+        """Every test of the assignment 0, ``why`` its problem (:func:`failed_result`, per notebook)."""
+        if self._single(name):
+            return failed_result(self._assignment(name), why)
+        result = merged_results({nb: failed_result(self._assignment(name, nb), why) for nb in self.course.notebooks(name)})
+        return {**result, "problems": [why] if why else []}
+
+    def _grade_job(self, student: str, assignment: str, notebook: str) -> GradeJob:
+        path = self.course.submitted_notebook(student, assignment, notebook)
+        content = path.read_bytes() if path.is_file() else None
+        missing = "" if content is not None else " ".join(self.course.rejections(student, assignment))
+        references = References.load(self.course.references(assignment, notebook), self.key).to_dict()
+        return GradeJob(self._assignment(assignment, notebook), content, references, self.limits, self.unsafe, missing)
 
     def run(self, runner, gb, todo: list[tuple[str, str]], stale: list[str], seconds: dict[str, float]) -> None:
         remove_orphans()  # left by a grading process killed earlier (a batch killed, a worker lost)
@@ -199,36 +220,42 @@ class _Batch:
             self.failed[job[1]] = why
             queue.reference_failed(job[1])
         else:
-            self._save(gb, job[1], job[2], failed_result(self._assignment(job[2]), f"grading failed: {why}"), bar)
+            self._save(gb, job[1], job[2], self._failed(job[2], f"grading failed: {why}"), bar)
         return True
 
     def _start(self, runner, job: tuple[str, ...]):
         if job[0] == "reference":
-            return runner.submit(run_reference_job, ReferenceJob(self._assignment(job[1]), self.limits, self.unsafe))
+            name = job[1]
+            if self._single(name):
+                return runner.submit(run_reference_job, ReferenceJob(self._assignment(name), self.limits, self.unsafe))
+            return runner.submit(run_notebooks_reference_job, NotebooksJob(tuple(
+                (nb, ReferenceJob(self._assignment(name, nb), self.limits, self.unsafe))
+                for nb in self.course.notebooks(name))))
         _, student, assignment = job
-        notebook = self.course.submitted_notebook(student, assignment)
-        content = notebook.read_bytes() if notebook.is_file() else None
-        missing = "" if content is not None else " ".join(self.course.rejections(student, assignment))
-        references = References.load(self.course.references(assignment), self.key).to_dict()
-        return runner.submit(run_grade_job, GradeJob(self._assignment(assignment), content, references,
-                                                     self.limits, self.unsafe, missing))
+        jobs = tuple((nb, self._grade_job(student, assignment, nb)) for nb in self.course.notebooks(assignment))
+        if self._single(assignment):
+            return runner.submit(run_grade_job, jobs[0][1])
+        return runner.submit(run_notebooks_job, NotebooksJob(jobs))
 
     def _finish(self, runner, gb, queue: GradingQueue, job: tuple[str, ...], future, bar) -> None:
         from ..engine.sandbox import SandboxUnavailable
 
         if job[0] == "reference":
             try:
-                references = References.from_dict(runner.result(future))
+                result = runner.result(future)
+                found = {job[1]: References.from_dict(result)} if self._single(job[1]) else \
+                    {nb: References.from_dict(one) for nb, one in result.items()}
             except GraderError:
                 raise
             except Exception as error:  # noqa: BLE001 - e.g. ReferenceRunError: say which, go on
                 self.failed[job[1]] = str(error)
                 queue.reference_failed(job[1])
                 return
-            path = self.course.references(job[1])
-            path.parent.mkdir(parents=True, exist_ok=True)
-            references.save(path, self.key)
-            queue.reference_done(job[1], references.seconds)
+            for notebook, references in found.items():
+                path = self.course.references(job[1], notebook)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                references.save(path, self.key)
+            queue.reference_done(job[1], sum(references.seconds for references in found.values()))
             return
         _, student, assignment = job
         try:
@@ -239,14 +266,15 @@ class _Batch:
             self.refused[(student, assignment)] = str(error)
             return
         except Exception as error:  # noqa: BLE001 - the engine itself failed: zero, with the reason
-            result = failed_result(self._assignment(assignment), f"grading failed: {type(error).__name__}: {error}")
+            result = self._failed(assignment, f"grading failed: {type(error).__name__}: {error}")
         self._save(gb, student, assignment, result, bar)
 
     def _save(self, gb, student: str, assignment: str, result: dict, bar) -> None:
-        has_notebook = self.course.submitted_notebook(student, assignment).exists()
+        has_notebook = any(self.course.submitted_notebook(student, assignment, nb).exists()
+                           for nb in self.course.notebooks(assignment))
         lost = save_or_report(self.course, gb, student, assignment, result,
                               self.course.rejections(student, assignment) if has_notebook else [],
-                              failed_result(self._assignment(assignment), ""))
+                              self._failed(assignment, ""))
         if lost is not None:
             self.unsaved.append(lost)
         if bar:

@@ -8,6 +8,9 @@ gradebook, the course directory or other students' work.
 
     job = GradeJob(Assignment.from_source(path), submission_bytes, refs.to_dict(), Limits(), False)
     result = run_grade_job(job)   # {"tests": [TestResult fields], "problems": [...], "notebook": str, "seconds": float}
+
+An assignment of several notebooks (nbgrader's layout) travels as one :class:`NotebooksJob` holding a job per
+notebook; its result has every notebook's tests (each naming its ``"notebook"``) and ``"notebooks"``.
 """
 from __future__ import annotations
 
@@ -22,8 +25,9 @@ from ..engine.cleanup import scratch_folder
 from ..engine.course import is_support_file
 from ..engine.sandbox import Limits
 
-__all__ = ["Assignment", "ReferenceJob", "GradeJob", "run_reference_job", "run_grade_job", "start_worker",
-           "share_cores", "die_with_parent", "failed_result"]
+__all__ = ["Assignment", "ReferenceJob", "GradeJob", "NotebooksJob", "run_reference_job", "run_grade_job",
+           "run_notebooks_job", "run_notebooks_reference_job", "merged_results", "start_worker", "share_cores",
+           "die_with_parent", "failed_result"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,34 @@ def run_grade_job(job: GradeJob) -> dict:
         seconds = round(time.monotonic() - started, 2)
     return {"tests": [asdict(t) for t in result.tests.values()], "problems": list(result.problems),
             "notebook": nbformat.writes(result.notebook), "seconds": seconds}
+
+
+@dataclass(frozen=True)
+class NotebooksJob:
+    """Every notebook of one assignment folder (nbgrader's layout), graded one after the other in the same
+    worker: ``jobs`` holds (notebook name, its GradeJob or ReferenceJob)."""
+
+    jobs: tuple[tuple[str, GradeJob | ReferenceJob], ...]
+
+
+def run_notebooks_job(job: NotebooksJob) -> dict:
+    """Grade each notebook of a submission; return :func:`merged_results` of their :func:`run_grade_job` results."""
+    return merged_results({name: run_grade_job(one) for name, one in job.jobs})
+
+
+def run_notebooks_reference_job(job: NotebooksJob) -> dict:
+    """Run each trusted notebook; return {notebook name: its reference values (``References.to_dict()``)}."""
+    return {name: run_reference_job(one) for name, one in job.jobs}
+
+
+def merged_results(results: dict[str, dict]) -> dict:
+    """One assignment's result from its notebooks' (name -> :func:`run_grade_job` result): every test, with
+    ``"notebook"`` naming its notebook; problems prefixed with the notebook's file name; ``"notebooks"``:
+    name -> graded notebook (text); seconds added up."""
+    return {"tests": [dict(test, notebook=name) for name, result in results.items() for test in result["tests"]],
+            "problems": [f"{name}.ipynb: {problem}" for name, result in results.items() for problem in result["problems"]],
+            "notebooks": {name: result["notebook"] for name, result in results.items()},
+            "seconds": round(sum(float(result.get("seconds", 0.0)) for result in results.values()), 2)}
 
 
 def failed_result(assignment: Assignment, why: str) -> dict:

@@ -9,7 +9,7 @@ the gradebook). Nothing here runs or writes anything.
 from __future__ import annotations
 
 from ..authoring.coursedir import CourseDir
-from ..engine.references import References, sha256_of
+from ..engine.references import References, sha256_of, sha256_of_all
 
 __all__ = ["gradebook_scores", "in_gradebook", "pending_submissions", "reference_plan"]
 
@@ -19,15 +19,21 @@ def reference_plan(course: CourseDir, names: list[str], key: bytes) -> tuple[lis
     grader sealed it (their solution must run again), and how long each up-to-date run took."""
     stale, seconds = [], {}
     for assignment in names:
-        try:
-            cached = References.load(course.references(assignment), key)
-        except (OSError, ValueError):
-            cached = None
-        if cached is not None and cached.source_sha256 == sha256_of(course.source_notebook(assignment)):
-            seconds[assignment] = cached.seconds
+        cached = [_cached(course, assignment, notebook, key) for notebook in course.notebooks(assignment)]
+        if cached and all(r is not None for r in cached):
+            seconds[assignment] = sum(r.seconds for r in cached)
         else:
             stale.append(assignment)
     return stale, seconds
+
+
+def _cached(course: CourseDir, assignment: str, notebook: str, key: bytes) -> References | None:
+    """The notebook's sealed references when they were computed from its current source, else None."""
+    try:
+        cached = References.load(course.references(assignment, notebook), key)
+    except (OSError, ValueError):
+        return None
+    return cached if cached.source_sha256 == sha256_of(course.source_notebook(assignment, notebook)) else None
 
 
 def pending_submissions(course: CourseDir, names: list[str], students: list[str] | None, force: bool, stale: list[str],
@@ -38,8 +44,8 @@ def pending_submissions(course: CourseDir, names: list[str], students: list[str]
     the current (sealed) reference values, and the gradebook holds the marker's points; a submission
     of an assignment whose reference values must be computed again is graded again."""
     todo = []
-    sources = {assignment: sha256_of(course.source_notebook(assignment)) for assignment in names}
-    references = {assignment: sha256_of(course.references(assignment)) for assignment in names
+    sources = {assignment: sha256_of_all(course.source_files(assignment)) for assignment in names}
+    references = {assignment: sha256_of_all(course.reference_files(assignment)) for assignment in names
                   if assignment not in stale}
     for student in course.students():
         if students and student not in students:
@@ -61,15 +67,23 @@ def in_gradebook(marker: dict, scores: dict[tuple[str, str, str], float | None])
     """Whether the gradebook holds every test score the marker says was saved (a hand-graded
     answer's: no automatic score)."""
     try:
-        keys = [(marker["student"], marker["assignment"], t["grade_id"]) for t in marker["tests"]]
+        keys = [grade_key(marker["student"], marker["assignment"], t.get("notebook", marker["assignment"]),
+                          t["grade_id"]) for t in marker["tests"]]
         return all(scores.get(key, 0.0) is None if t["status"] == "manual" else scores.get(key) == t["points"]
                    for key, t in zip(keys, marker["tests"]))
     except (KeyError, TypeError):
         return False
 
 
-def gradebook_scores(gb) -> dict[tuple[str, str, str], float | None]:
-    """(student, assignment, grade_id) -> auto score, every grade in the gradebook."""
+def grade_key(student: str, assignment: str, notebook: str, grade_id: str) -> tuple[str, ...]:
+    """(student, assignment, grade_id) for a notebook named as its assignment; (student, assignment, notebook,
+    grade_id) for one of an nbgrader-layout assignment (grade ids are unique only within a notebook)."""
+    return (student, assignment, grade_id) if notebook == assignment else (student, assignment, notebook, grade_id)
+
+
+def gradebook_scores(gb) -> dict[tuple[str, ...], float | None]:
+    """:func:`grade_key` -> auto score, every grade in the gradebook."""
     from nbgrader.api import Grade
 
-    return {(g.student.id, g.assignment.name, g.name): g.auto_score for g in gb.db.query(Grade).all()}
+    return {grade_key(g.student.id, g.assignment.name, g.notebook.name, g.name): g.auto_score
+            for g in gb.db.query(Grade).all()}
