@@ -5,7 +5,8 @@ cells and every graded test cell (with its hidden tests). Only solution cells (`
 are taken from the submission, matched by ``grade_id``. When a submission lost its metadata or
 reshuffled its cells, answers are found by position between cells that did not change (locked
 markdown and the visible part of test cells); code cells a student added are kept after the
-answer they follow. A submission that cannot be read at all yields ``None`` and a reason; so does
+answer they follow, and markdown cells added after an nbgrader task cell (the answer to the task, graded by
+hand; never run). A submission that cannot be read at all yields ``None`` and a reason; so does
 one built to be expensive: more than MAX_CELLS cells, or JSON nested deeper than the parser goes.
 Merging takes time linear in the number of cells.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4.nbbase import random_cell_id
 
-from .course import CODE_STUB, SOLUTION_BEGIN, TEXT_STUB, is_test, nbgrader_meta, stub_source, without_hidden
+from .course import CODE_STUB, SOLUTION_BEGIN, TEXT_STUB, is_task, is_test, nbgrader_meta, stub_source, without_hidden
 from .outputs import clean_text
 
 def stub(source: str, cell_type: str = "code") -> str:
@@ -192,7 +193,7 @@ def _assemble(source, cells, answers, anchor, problems) -> Merged:
     for j, c in enumerate(cells):
         if j in position:
             after = max(after, position[j])
-        elif c.cell_type == "code" and c.source.strip():
+        elif c.source.strip() and (c.cell_type == "code" or _answers_task(source, after, c)):
             added.setdefault(after, []).append(j)
     for j in added.get(-1, []):
         nb.cells.append(_code_cell(cells[j].source))
@@ -219,9 +220,19 @@ def _assemble(source, cells, answers, anchor, problems) -> Merged:
             nb.cells.append(copy)
             roles.append(Role("test" if is_test(cell) else "trusted", gid))
         for j in added.get(i, []):
-            nb.cells.append(_code_cell(cells[j].source))
+            nb.cells.append(_code_cell(cells[j].source) if cells[j].cell_type == "code" else _text_cell(cells[j].source))
             roles.append(Role("added"))
     return Merged(nb, roles, problems)
+
+
+def _answers_task(source, after: int, cell) -> bool:
+    """A markdown cell the student added after an nbgrader *task* cell (before the next trusted cell): part of
+    the answer the instructor grades by hand, so it is kept (never run). Other added markdown is dropped."""
+    return cell.cell_type == "markdown" and 0 <= after < len(source.cells) and is_task(source.cells[after])
+
+
+def _text_cell(source: str) -> nbformat.NotebookNode:
+    return nbformat.from_dict({"id": random_cell_id(), "cell_type": "markdown", "metadata": {}, "source": source})
 
 
 def _code_cell(source: str) -> nbformat.NotebookNode:
