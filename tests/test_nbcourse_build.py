@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from grader.authoring.assembly import course_notebooks
 from grader.authoring.config import load_config
 from grader.authoring.nbcourse import read_layout
 from grader.cli import main
@@ -124,3 +125,9 @@ def test_released_as_stock_nbgrader_releases_it_with_its_header(tmp_path):
         ours, theirs = root / "release" / "week1" / name, stock / "release" / "week1" / name
         assert sources(ours) == sources(theirs), name
     assert (root / "release" / "week1" / "trapezoids.png").is_file()
+
+
+def test_check_gates_every_notebook_of_the_assignment_folders():
+    assert course_notebooks(NBCOURSE) == [NBCOURSE / "week1" / "integrals.ipynb", NBCOURSE / "week1" / "sequences.ipynb"]
+    flat = Path(__file__).parent / "fixtures" / "grader" / "asserts"
+    assert course_notebooks(flat) == [flat / "01_asserts.ipynb"]

@@ -31,10 +31,14 @@ class GraderError(Exception):
 
 
 def course_notebooks(course: Path) -> list[Path]:
-    """The source notebooks: ``course/*.ipynb`` or a single notebook path."""
+    """The source notebooks: ``course/*.ipynb``, a single notebook path, or every notebook of the assignment
+    folders of a course in nbgrader's layout (:mod:`grader.authoring.nbcourse`; what ``check`` gates)."""
     if course.is_file():
         return [course]
     found = sorted(p for p in course.glob("*.ipynb") if not p.name.startswith("."))
+    layout = _nbgrader_layout(course) if course.is_dir() else None
+    if layout is not None:
+        found = [nb for folder in layout.assignments.values() for nb in sorted(folder.glob("*.ipynb"))]
     if not found:
         raise GraderError(f"no notebooks found in {course}; expected course/NN_name.ipynb files")
     return found
