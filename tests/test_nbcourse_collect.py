@@ -86,3 +86,18 @@ def test_a_notebook_of_no_assignment_is_refused_naming_the_expected_ones(root, t
     report = collect(root, tmp_path / "inbox")
     assert [r.reason for r in report.rejected] == [
         "not recognised as any assignment notebook (expected one of: integrals.ipynb, sequences.ipynb)"], report.rejected
+
+
+def test_similarity_reads_the_answers_of_every_notebook(root, tmp_path):
+    from grader.authoring.coursedir import CourseDir
+    from grader.results.similarity_check import check_assignment
+
+    for student in ("ada", "ben"):
+        (tmp_path / "inbox" / student).mkdir(parents=True)
+        for name in ("sequences", "integrals"):
+            (tmp_path / "inbox" / student / f"{name}.ipynb").write_bytes(notebook(name))
+    collect(root, tmp_path / "inbox")
+    result = check_assignment(CourseDir(root), "week1")
+    assert sorted(result.answers) == ["integrals/midpoint", "integrals/trapezoid", "sequences/harmonic",
+                                      "sequences/running_max"]
+    assert all(sorted(by_student) == ["ada", "ben"] for by_student in result.answers.values()), result.answers

@@ -107,20 +107,20 @@ def _docstring(source: str) -> str:
 
 
 def _tests_from_source(course: CourseDir, name: str) -> dict[str, str]:
-    """grade_id -> the test cell's docstring, from the source notebook (empty when it is absent)."""
+    """grade_id -> the test cell's docstring, from the source notebook(s) (empty when there is none)."""
     from ..engine import course as nbs
 
-    path = course.source_notebook(name)
-    if not path.is_file():
-        return {}
-    nb = nbs.read_notebook(path)
-    return {nbs.nbgrader_meta(c)["grade_id"]: _docstring(c.source) for c in nb.cells if nbs.is_test(c)}
+    found = {}
+    for path in course.source_files(name):  # every notebook of the assignment
+        nb = nbs.read_notebook(path)
+        found |= {nbs.nbgrader_meta(c)["grade_id"]: _docstring(c.source) for c in nb.cells if nbs.is_test(c)}
+    return found
 
 
-def _checks(course: CourseDir, name: str) -> tuple[dict[str, list[Check]], float]:
+def _checks(course: CourseDir, name: str, notebook: str | None = None) -> tuple[dict[str, list[Check]], float]:
     """grade_id -> its hidden checks (reference order), and the reference run's seconds."""
     try:
-        data = json.loads(course.references(name).read_text(encoding="utf-8"))
+        data = json.loads(course.references(name, notebook).read_text(encoding="utf-8"))
         cells = data["cells"]
     except (OSError, ValueError, KeyError, TypeError):
         return {}, 0.0
@@ -130,10 +130,10 @@ def _checks(course: CourseDir, name: str) -> tuple[dict[str, list[Check]], float
     return found, float(seconds) if isinstance(seconds, (int, float)) else 0.0
 
 
-def hidden_checks(course: CourseDir, name: str) -> dict[str, list[Check]]:
+def hidden_checks(course: CourseDir, name: str, notebook: str | None = None) -> dict[str, list[Check]]:
     """grade_id -> its checks (the reference run's keys and their descriptions, in reference order);
-    {} when the reference values of ``name`` cannot be read."""
-    return _checks(course, name)[0]
+    {} when the reference values of ``name`` (its ``notebook``, in an assignment of several) cannot be read."""
+    return _checks(course, name, notebook)[0]
 
 
 def _utc(when: datetime | None) -> datetime | None:

@@ -86,31 +86,43 @@ class SimilarityResult:
         return [p for p in self.pairs if p.flagged]
 
 
+def _exercise(assignment: str, notebook: str, grade_id: str) -> str:
+    """An answer cell's name: its grade_id; ``notebook/grade_id`` in an assignment of several notebooks."""
+    return grade_id if notebook == assignment else f"{notebook}/{grade_id}"
+
+
 def _solution_cells(course: CourseDir, assignment: str) -> tuple[dict[str, str], dict[str, str]]:
-    """(grade_id -> the instructor's solution, grade_id -> the released template) of each answer cell."""
+    """(exercise -> the instructor's solution, exercise -> the released template) of each answer cell, of every
+    notebook of the assignment (:func:`_exercise` names them)."""
     from ..engine import course as nbs
 
-    def answers(path: Path) -> dict[str, str]:
+    def answers(path: Path, notebook: str) -> dict[str, str]:
         nb = nbs.read_notebook(path)
-        return {nbs.nbgrader_meta(c)["grade_id"]: c.source for c in nb.cells
+        return {_exercise(assignment, notebook, nbs.nbgrader_meta(c)["grade_id"]): c.source for c in nb.cells
                 if nbs.is_solution(c) and not nbs.is_test(c) and c.cell_type == "code"}
 
-    solutions = answers(course.source_notebook(assignment))
-    release = course.released_notebook(assignment)
-    templates = answers(release) if release.is_file() else {g: nbs.stub_source(s) for g, s in solutions.items()}
+    solutions, templates = {}, {}
+    for notebook in course.notebooks(assignment):
+        mine = answers(course.source_notebook(assignment, notebook), notebook)
+        release = course.released_notebook(assignment, notebook)
+        solutions |= mine
+        templates |= answers(release, notebook) if release.is_file() else \
+            {g: nbs.stub_source(s) for g, s in mine.items()}
     return solutions, templates
 
 
 def answers_of(course: CourseDir, assignment: str, solution_ids: list[str]) -> dict[str, dict[str, str]]:
-    """exercise (answer cell grade_id) -> student -> that cell's source in the submitted notebook."""
+    """exercise (answer cell grade_id, :func:`_exercise`) -> student -> that cell's source in the submitted notebook."""
     from ..engine.merge import read_submission
 
     found: dict[str, dict[str, str]] = {gid: {} for gid in solution_ids}
     for student in course.students():
-        cells, _ = read_submission(course.submitted_notebook(student, assignment))
-        for cell in cells or []:
-            if cell.grade_id in found and cell.cell_type == "code" and isinstance(cell.source, str):
-                found[cell.grade_id].setdefault(student, cell.source)
+        for notebook in course.notebooks(assignment):
+            cells, _ = read_submission(course.submitted_notebook(student, assignment, notebook))
+            for cell in cells or []:
+                name = _exercise(assignment, notebook, cell.grade_id)
+                if name in found and cell.cell_type == "code" and isinstance(cell.source, str):
+                    found[name].setdefault(student, cell.source)
     return found
 
 
@@ -182,8 +194,8 @@ def _minus(fp: Fingerprint, template: Fingerprint) -> Fingerprint:
 
 def check_assignment(course: CourseDir, assignment: str) -> SimilarityResult:
     """Compare every pair of submissions of ``assignment``, exercise by exercise (nothing is written)."""
-    if not course.source_notebook(assignment).is_file():
-        raise FileNotFoundError(f"no source notebook {course.source_notebook(assignment)}; the assignments "
+    if not course.notebooks(assignment):
+        raise FileNotFoundError(f"no source notebook in {course.source(assignment)}; the assignments "
                                 f"of this course are: {', '.join(course.assignments()) or 'none (run build)'}")
     solutions, templates = _solution_cells(course, assignment)
     answers = answers_of(course, assignment, list(solutions))
