@@ -75,6 +75,11 @@ def test_an_nbgrader_course_root_with_its_configured_header(tmp_path):
     assert load_config(root).CourseDirectory.course_id == "theirs"
     assert sources(root / "source" / "week1" / "sequences.ipynb")[:2] == sources(NBCOURSE / "header.ipynb")
     assert not (root / "source" / "top").exists(), "the header is not an assignment"
+    (course / "nbgrader_config.py").write_text("c = get_config()\n", encoding="utf-8")
+    shutil.copyfile(NBCOURSE / "header.ipynb", course / "source" / "header.ipynb")
+    assert build(tmp_path / "plain", course) == 0
+    assert sources(tmp_path / "plain" / "source" / "week1" / "sequences.ipynb") == \
+        sources(NBCOURSE / "week1" / "sequences.ipynb"), "a course root uses a header only when configured"
 
 
 def test_a_configured_header_that_is_missing_is_said(tmp_path, capsys):

@@ -91,30 +91,31 @@ def read_layout(course: Path) -> NbgraderCourse | None:
     if not course.is_dir():
         return None
     settings, unread = config_literals(course / CONFIG_NAME)
-    root_layout = (course / CONFIG_NAME).is_file() and (course / "source").is_dir()
-    base = course / "source" if root_layout and _notebook_folders(course / "source") else course
+    root_layout = (course / CONFIG_NAME).is_file() and (course / "source").is_dir() \
+        and bool(_notebook_folders(course / "source"))
+    base = course / "source" if root_layout else course
     folders = _notebook_folders(base)
     if not folders:
         return None
-    header = _named(course, base, settings.get("IncludeHeaderFooter.header"), "header.ipynb")
-    footer = _named(course, base, settings.get("IncludeHeaderFooter.footer"), "footer.ipynb")
-    extra = [p for p in base.glob("*.ipynb") if p not in (header, footer)]
-    if extra:
+    # beside the assignment folders, header.ipynb / footer.ipynb count by their names; in an nbgrader course
+    # root only when its configuration names them (as nbgrader has it)
+    header = _named(course, settings.get("IncludeHeaderFooter.header"), None if root_layout else base / "header.ipynb")
+    footer = _named(course, settings.get("IncludeHeaderFooter.footer"), None if root_layout else base / "footer.ipynb")
+    if not root_layout and [p for p in base.glob("*.ipynb") if p not in (header, footer)]:
         return None  # notebooks at the top level: this project's own layout
     return NbgraderCourse(folders, header, footer, settings.get("CourseDirectory.course_id"), unread)
 
 
-def _named(course: Path, base: Path, configured: str | None, default: str) -> Path | None:
+def _named(course: Path, configured: str | None, default: Path | None) -> Path | None:
     """The header (footer) notebook: the configured path (relative to the course root, as nbgrader reads
-    it), else ``default`` beside the assignment folders; None when there is none."""
+    it), else ``default`` if it exists; None when there is none."""
     if configured:
         path = course / configured
         if not path.is_file():
             raise FileNotFoundError(f"{course / CONFIG_NAME} names the notebook {configured!r}, which is not at "
                                     f"{path}; put it there or correct the setting")
         return path
-    path = base / default
-    return path if path.is_file() else None
+    return default if default is not None and default.is_file() else None
 
 
 def copy_assignment(folder: Path, target: Path, header: Path | None = None, footer: Path | None = None) -> list[Path]:
