@@ -9,7 +9,8 @@ released notebook::
     DIR/ps1/problem2.ipynb
     DIR/ps1/jupyter.png           and every other file ships with it
 
-DIR may also be an nbgrader course root: ``DIR/nbgrader_config.py`` beside ``DIR/source/<assignment>/``.
+DIR may also be an nbgrader course root: ``DIR/nbgrader_config.py`` beside ``DIR/source/<assignment>/``; there
+a header or footer is used only when the configuration names it (``c.IncludeHeaderFooter.header``), as in nbgrader.
 A folder with notebooks at its top level (other than the header and footer) is this project's own
 layout, one assignment per notebook, and is not read here.
 
