@@ -101,3 +101,19 @@ def test_similarity_reads_the_answers_of_every_notebook(root, tmp_path):
     assert sorted(result.answers) == ["integrals/midpoint", "integrals/trapezoid", "sequences/harmonic",
                                       "sequences/running_max"]
     assert all(sorted(by_student) == ["ada", "ben"] for by_student in result.answers.values()), result.answers
+
+
+def test_a_damaged_notebook_is_refused_alone_and_named_for_its_notebook(root, tmp_path):
+    from grader.authoring.coursedir import CourseDir
+
+    (tmp_path / "inbox" / "ada").mkdir(parents=True)
+    (tmp_path / "inbox" / "ada" / "sequences.ipynb").write_bytes(notebook("sequences"))
+    (tmp_path / "inbox" / "ada" / "integrals.ipynb").write_text('{"cells": [')
+    report = collect(root, tmp_path / "inbox")
+    assert stored(root, "ada") == {"sequences.ipynb": notebook("sequences")}
+    assert [r.where for r in report.rejected] == ["ada/integrals.ipynb"], report.rejected
+    course = CourseDir(root)
+    assert course.rejections("ada", "week1", "sequences") == []
+    [why] = course.rejections("ada", "week1", "integrals")
+    assert why.startswith("at collect: integrals.ipynb is not a readable notebook"), why
+    assert course.rejections("ada", "week1") == course.rejections("ada", "week1", "integrals")

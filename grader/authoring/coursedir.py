@@ -123,13 +123,16 @@ class CourseDir:
         except OSError:
             return timestamp_text(datetime.fromtimestamp(folder.stat().st_mtime, tz=timezone.utc))
 
-    def rejections(self, student: str, assignment: str) -> list[str]:
-        """Why collect refused this student's upload(s) of the assignment, if it did."""
+    def rejections(self, student: str, assignment: str, notebook: str | None = None) -> list[str]:
+        """Why collect refused this student's upload(s) of the assignment (of its ``notebook`` only), if it did."""
         try:
             data = json.loads((self.submission(student, assignment) / REJECTED_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return []
-        return [f"at collect: {why}" for why in data.values() if isinstance(why, str)] if isinstance(data, dict) else []
+        if not isinstance(data, dict):
+            return []
+        return [f"at collect: {why}" for name, why in data.items()
+                if isinstance(why, str) and (notebook is None or name == f"{notebook}.ipynb")]
 
     def autograded(self, student: str, assignment: str) -> Path:
         return self.root / "autograded" / student / assignment

@@ -167,7 +167,7 @@ class _Batch:
     def _grade_job(self, student: str, assignment: str, notebook: str) -> GradeJob:
         path = self.course.submitted_notebook(student, assignment, notebook)
         content = path.read_bytes() if path.is_file() else None
-        missing = "" if content is not None else " ".join(self.course.rejections(student, assignment))
+        missing = "" if content is not None else " ".join(self.course.rejections(student, assignment, notebook))
         references = References.load(self.course.references(assignment, notebook), self.key).to_dict()
         return GradeJob(self._assignment(assignment, notebook), content, references, self.limits, self.unsafe, missing)
 
