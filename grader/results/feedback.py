@@ -209,16 +209,18 @@ def _instructor_text(resources) -> set[str]:
 
 def _checks(resources) -> dict[str, list[Check]]:
     """grade_id -> its reference keys and their descriptions ({} without reference values)."""
-    return hidden_checks(CourseDir(_course_root(resources)), resources.get("nbgrader", {}).get("assignment", ""))
+    info = resources.get("nbgrader", {})
+    return hidden_checks(CourseDir(_course_root(resources)), info.get("assignment", ""), info.get("notebook") or None)
 
 
 def _verdicts(resources) -> dict[str, dict]:
     """grade_id -> verdict, from the autograde marker next to the autograded notebook."""
     info = resources.get("nbgrader", {})
     marker = CourseDir(_course_root(resources)).read_marker(info.get("student", ""), info.get("assignment", "")) or {}
-    try:
-        return {t["grade_id"]: t for t in marker["tests"]}
-    except (KeyError, TypeError):
+    try:  # an assignment of several notebooks: this notebook's tests only (grade ids are unique per notebook)
+        return {t["grade_id"]: t for t in marker["tests"]
+                if t.get("notebook", info.get("assignment")) == info.get("notebook", info.get("assignment"))}
+    except (KeyError, TypeError, AttributeError):
         return {}
 
 

@@ -54,6 +54,8 @@ def save_result(course: CourseDir, gb, student: str, assignment: str, result: di
     stamp = course.timestamp(student, assignment)
     for notebook, text in (result.get("notebooks") or {assignment: result["notebook"]}).items():
         (target / f"{notebook}.ipynb").write_text(text, encoding="utf-8")
+    if course.notebooks(assignment) != [assignment]:  # nbgrader's layout: the assignment's files beside the graded
+        _copy_files(course.source(assignment), target)  # notebooks, as nbgrader's autograde leaves them
     (target / TIMESTAMP_FILE).write_text(stamp, encoding="utf-8")
     problems = extra + result["problems"]
     gb.update_or_create_student(student)
@@ -79,6 +81,18 @@ def save_result(course: CourseDir, gb, student: str, assignment: str, result: di
                       float(result.get("seconds", 0.0)))
     _write_atomic(course.marker(student, assignment), json.dumps(asdict(outcome), indent=1))  # ASCII: any text
     return outcome
+
+
+def _copy_files(source: Path, target: Path) -> None:
+    """The trusted copies of the assignment's other files (images, data), so formgrader shows what the notebooks
+    show (nbgrader's autograde copies the submission's; collect keeps only notebooks)."""
+    import shutil
+
+    from ..engine.course import is_support_file
+
+    for path in sorted(source.iterdir()):
+        if is_support_file(path):
+            shutil.copyfile(path, target / path.name)
 
 
 def save_or_report(course: CourseDir, gb, student: str, assignment: str, result: dict, extra: list[str],

@@ -13,34 +13,43 @@ from __future__ import annotations
 from ..authoring.coursedir import CourseDir
 from ..engine.execute import AWAITING
 
-__all__ = ["AWAITING", "manual_scores", "final_score", "awaiting"]
+__all__ = ["AWAITING", "manual_scores", "final_score", "awaiting", "score_key"]
 
 
 def manual_scores(course: CourseDir) -> dict[tuple[str, str], dict[str, float]]:
-    """(student, assignment) -> {grade_id: manual score + extra credit} for every grade that an
-    instructor scored by hand, by one query; {} when there is no gradebook."""
+    """(student, assignment) -> {grade_id: manual score + extra credit} for every grade (of a test, an answer or
+    an nbgrader task) that an instructor scored by hand, by one query; {} when there is no gradebook. Each score is
+    also filed under ``notebook/grade_id`` (:func:`score_key`: an assignment of several notebooks)."""
     if not course.gradebook.is_file():
         return {}
-    from nbgrader.api import (Assignment, Grade, GradeCell, Gradebook, SubmittedAssignment,
+    from nbgrader.api import (Assignment, BaseCell, Grade, Gradebook, Notebook, SubmittedAssignment,
                               SubmittedNotebook)
 
     with Gradebook(f"sqlite:///{course.gradebook}") as gb:
-        rows = (gb.db.query(SubmittedAssignment.student_id, Assignment.name, GradeCell.name,
+        rows = (gb.db.query(SubmittedAssignment.student_id, Assignment.name, Notebook.name, BaseCell.name,
                             Grade.manual_score, Grade.extra_credit)
                 .join(SubmittedNotebook, Grade.notebook_id == SubmittedNotebook.id)
+                .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
                 .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
                 .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
-                .join(GradeCell, Grade.cell_id == GradeCell.id)
+                .join(BaseCell, Grade.cell_id == BaseCell.id)
                 .filter(Grade.manual_score.isnot(None)).all())
     found: dict[tuple[str, str], dict[str, float]] = {}
-    for student, assignment, grade_id, score, extra in rows:
-        found.setdefault((student, assignment), {})[grade_id] = float(score) + float(extra or 0.0)
+    for student, assignment, notebook, grade_id, score, extra in rows:
+        scores = found.setdefault((student, assignment), {})
+        scores[grade_id] = scores[f"{notebook}/{grade_id}"] = float(score) + float(extra or 0.0)
     return found
+
+
+def score_key(test: dict) -> str:
+    """Where :func:`manual_scores` files a test's score: its grade_id; ``notebook/grade_id`` for a test of an
+    assignment of several notebooks (its marker names the notebook; grade ids are unique per notebook)."""
+    return f"{test['notebook']}/{test['grade_id']}" if test.get("notebook") else test["grade_id"]
 
 
 def awaiting(tests: list[dict], scored: dict[str, float]) -> list[str]:
     """The grade_ids of hand-graded answers not graded yet."""
-    return [t["grade_id"] for t in tests if t["status"] == "manual" and t["grade_id"] not in scored]
+    return [t["grade_id"] for t in tests if t["status"] == "manual" and score_key(t) not in scored]
 
 
 def final_score(score: float, tests: list[dict], scored: dict[str, float]) -> float | None:
@@ -48,4 +57,4 @@ def final_score(score: float, tests: list[dict], scored: dict[str, float]) -> fl
     those cells; None while any answer awaits manual grading."""
     if awaiting(tests, scored):
         return None
-    return score + sum(scored[t["grade_id"]] - t["points"] for t in tests if t["grade_id"] in scored)
+    return score + sum(scored[score_key(t)] - t["points"] for t in tests if score_key(t) in scored)

@@ -1,7 +1,7 @@
 """Release feedback: each student's feedback page put into the course's nbgrader exchange, where the
 Assignments tab of the student's JupyterLab ("Fetch Feedback") or ``nbgrader fetch_feedback`` finds it.
 
-In:  ``feedback/<student>/<assignment>/<assignment>.html`` (``course-grader feedback``) and the
+In:  ``feedback/<student>/<assignment>/<notebook>.html`` (``course-grader feedback``; one page per notebook) and the
      ``submission_secret.txt`` that collect kept from the student's ``nbgrader submit``.
 Out: ``exchange/<course>/feedback/<md5(secret + notebook id)>.html``, written by nbgrader's own
      ``release_feedback`` (:meth:`NbGraderAPI.release_feedback`), one student at a time.
@@ -70,8 +70,8 @@ def release_feedback(root: Path, assignments: list[str] | None = None,
 
 def _release_one(api, course: CourseDir, exchange: Path, course_id: str, student: str, assignment: str) -> Release:
     folder = course.feedback(student, assignment)
-    page = folder / f"{assignment}.html"
-    if not page.is_file():
+    pages = {name: folder / f"{name}.html" for name in course.notebooks(assignment) or [assignment]}  # one a notebook
+    if not all(page.is_file() for page in pages.values()):
         return Release(student, assignment, MISSING, "no feedback generated yet; run "
                        f"`{command(f'feedback {assignment}', course.root)}` first, then release again")
     try:
@@ -81,7 +81,7 @@ def _release_one(api, course: CourseDir, exchange: Path, course_id: str, student
     if not secret:
         return Release(student, assignment, INBOX, "collected without nbgrader's submission secret (from an "
                        "inbox folder or zip, not through the exchange): the student has nothing to fetch it with; "
-                       f"give them {page} another way (e-mail, LMS)")
+                       f"give them {', '.join(map(str, pages.values()))} another way (e-mail, LMS)")
     generated = _read(folder / TIMESTAMP_FILE)
     if generated != course.timestamp(student, assignment):
         return Release(student, assignment, STALE, f"the feedback is of the submission of {generated or 'unknown'}, "
@@ -90,13 +90,15 @@ def _release_one(api, course: CourseDir, exchange: Path, course_id: str, student
                        f"`{command(f'feedback {assignment}', course.root)}`, then release again")
     shutil.copyfile(course.submission(student, assignment) / SECRET_FILE, folder / SECRET_FILE)
     result = api.release_feedback(assignment, student)
-    target = released_path(exchange, course_id, secret, assignment)
-    if not result.get("success") or not target.is_file() or target.read_bytes() != page.read_bytes():
+    targets = {name: released_path(exchange, course_id, secret, name) for name in pages}
+    wrong = [t for name, t in targets.items() if not t.is_file() or t.read_bytes() != pages[name].read_bytes()]
+    if not result.get("success") or wrong:
+        target = (wrong or list(targets.values()))[0]
         said = ((result.get("error") or "") + (result.get("log") or ""))[-1500:]
         return Release(student, assignment, FAILED, f"nbgrader's release_feedback did not put the page at {target}"
                        + (f":\n{said}" if said else ""))
-    return Release(student, assignment, RELEASED, f"released to {target.parent}; the student's Assignments tab "
-                   "offers Fetch Feedback")
+    return Release(student, assignment, RELEASED, f"released to {next(iter(targets.values())).parent}; the student's "
+                   "Assignments tab offers Fetch Feedback")
 
 
 def _read(path: Path) -> str:

@@ -21,7 +21,7 @@ from ..authoring.coursedir import CourseDir
 from ..engine.outputs import printable
 from .gradebook import Outcome
 from .late import lateness, semester_of
-from .manual import AWAITING, awaiting, final_score, manual_scores
+from .manual import AWAITING, awaiting, final_score, manual_scores, score_key
 
 __all__ = ["ATTENTION", "grade_table"]
 
@@ -65,7 +65,7 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
                 else:
                     absent[name] += 1
                 continue
-            reasons = list(o.problems) + [f"{t['grade_id']}: {t['status']} - {t['reason']}" for t in o.tests
+            reasons = list(o.problems) + [f"{score_key(t)}: {t['status']} - {t['reason']}" for t in o.tests
                                           if t["status"] in ATTENTION and t["status"] != "missing"]
             attention += [f"{where}: {_for_instructor(r)}" for r in dict.fromkeys(reasons)]
             failures += _failures(where, o.tests)
@@ -126,7 +126,7 @@ def _failures(where: str, tests: list[dict]) -> list[str]:
     are counted on one line."""
     failed = [t for t in tests if t["status"] in ("failed", "error")]
     untouched = [t for t in failed if "NotImplementedError" in t["reason"]]
-    named = [f"{where}: {t['grade_id']}: {_whole_words(t['reason'])}" for t in failed if t not in untouched]
+    named = [f"{where}: {score_key(t)}: {_whole_words(t['reason'])}" for t in failed if t not in untouched]
     lines = named[:3] + ([f"{where}: and {len(named) - 3} more failed test(s), listed in the feedback"]
                          if len(named) > 3 else [])
     if untouched:
