@@ -9,6 +9,7 @@ the end-to-end tests.
 """
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from grader.authoring.assembly import build, release
@@ -16,7 +17,7 @@ from grader.authoring.coursedir import CourseDir
 from grader.engine import course as nbs
 
 FIXTURE = Path(__file__).parent / "fixtures" / "grader" / "course" / "01_fixture.ipynb"
-A = "01_fixture"  # scale (1 pt), pairwise (3 pts), mean_of (2 pts)
+A = "01_fixture"  # scale (2 pts), pairwise (3 pts), mean_of (1 pt): the test cells' nbgrader points
 
 
 def released_course(root: Path) -> Path:
@@ -86,3 +87,12 @@ def student_scores(root: Path, assignment: str = A) -> dict[str, float]:
     for (student, _), score in cell_scores(root, assignment).items():
         totals[student] = totals.get(student, 0.0) + (score or 0.0)
     return totals
+
+
+def writable_copy(graded: tuple[Path, list], folder: Path, name: str = "course") -> tuple[Path, list]:
+    """A copy of a module's graded course ``(root, results)`` in ``folder``, for a test that writes into
+    it; the module's course stays as graded for the other tests."""
+    root, results = graded
+    copy = folder / name
+    shutil.copytree(root, copy)
+    return copy, results

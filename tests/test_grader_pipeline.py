@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from classroom import A, FIXTURE, cell_scores, class_of, released_course, student_scores, write_corrupt, write_inbox
+from classroom import (A, FIXTURE, cell_scores, class_of, released_course, student_scores, writable_copy, write_corrupt,
+                       write_inbox)
 from grader.authoring.assembly import build
 from grader.authoring.coursedir import MARKER, CourseDir
 from grader.cli import main
@@ -58,10 +59,7 @@ def graded(tmp_path_factory):
 @pytest.fixture
 def course(graded, tmp_path):
     """A copy of the graded course for a test that writes into it (the module's stays as graded)."""
-    root, results = graded
-    copy = tmp_path / "my course"
-    shutil.copytree(root, copy)
-    return copy, results
+    return writable_copy(graded, tmp_path, "my course")
 
 
 def test_scores_follow_the_answers(graded):

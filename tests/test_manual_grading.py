@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
 import sys
 import urllib.request
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from browser_support import running_lab
-from classroom import write_inbox
+from classroom import write_inbox, writable_copy
 from grader.authoring.assembly import build, release
 from grader.authoring.coursedir import CourseDir
 from grader.authoring.manual_cells import manual_cell_problems
@@ -64,10 +63,7 @@ def graded(tmp_path_factory):
 @pytest.fixture
 def course(graded, tmp_path):
     """A copy of the graded course for a test that writes into it."""
-    root, results = graded
-    copy = tmp_path / "course"
-    shutil.copytree(root, copy)
-    return copy, results
+    return writable_copy(graded, tmp_path, "course")
 
 
 def _grades(root: Path) -> dict[tuple[str, str], tuple]:
