@@ -6,10 +6,15 @@ the end-to-end tests.
     write_corrupt(tmp / "inbox", "hal")
     collect(root, tmp / "inbox"); autograde(root)
     cell_scores(root)   # {(student, grade cell): auto score}, as nbgrader's gradebook holds them
+    stock_nbgrader(stock, "autograde", "week1", "--create")   # stock nbgrader's own command line
+    grade_rows(stock, "week1")   # {(student, notebook, cell): (auto score, needs manual grade)}
 """
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from grader.authoring.assembly import build, release
@@ -17,6 +22,7 @@ from grader.authoring.coursedir import CourseDir
 from grader.engine import course as nbs
 
 FIXTURE = Path(__file__).parent / "fixtures" / "grader" / "course" / "01_fixture.ipynb"
+NBGRADER = "import sys; from nbgrader.apps.nbgraderapp import main; sys.exit(main())"
 A = "01_fixture"  # scale (2 pts), pairwise (3 pts), mean_of (1 pt): the test cells' nbgrader points
 
 
@@ -96,3 +102,22 @@ def writable_copy(graded: tuple[Path, list], folder: Path, name: str = "course")
     copy = folder / name
     shutil.copytree(root, copy)
     return copy, results
+
+
+def stock_nbgrader(root: Path, *args: str) -> None:
+    """Run stock nbgrader's command line in ``root`` (none of course-grader's environment); fail on an error."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COURSE_GRADER", "NBGRADER"))}
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    done = subprocess.run([sys.executable, "-c", NBGRADER, *args], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def grade_rows(root: Path, assignment: str) -> dict[tuple[str, str, str], tuple[float | None, bool]]:
+    """(student, notebook, grade cell) -> (auto score, needs manual grade) of ``assignment``, read with
+    nbgrader's own gradebook API."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{Path(root) / 'gradebook.db'}") as gb:
+        return {(s.student.id, nb.name, g.name): (g.auto_score, bool(g.needs_manual_grade))
+                for s in gb.assignment_submissions(assignment) for nb in s.notebooks for g in nb.grades}

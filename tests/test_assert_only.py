@@ -73,6 +73,23 @@ def test_rule_f_refuses_an_assert_only_cell_unless_asserts_are_allowed(allow):
     assert ("--allow-asserts" in checks["kernel's word"].detail) is not allow
 
 
+@pytest.mark.parametrize("allow", [False, True])
+def test_rule_e_wants_the_total_points_header_unless_asserts_are_allowed(allow, tmp_path):
+    """A notebook brought in from nbgrader has no 'Total points: N' header: only this course's own notebooks
+    must announce their points; a header that is there must add up either way."""
+    nb = nbs.read_notebook(SOURCE)
+    nb.cells[0].source = "# Scaling\n\nNo points announced here."
+    nbs.write_notebook(nb, tmp_path / "plain.ipynb")
+    nb.cells[0].source = "# Scaling\n\nTotal points: 99"
+    nbs.write_notebook(nb, tmp_path / "wrong.ipynb")
+    plain, wrong = GateReport(tmp_path / "plain.ipynb"), GateReport(tmp_path / "wrong.ipynb")
+    _structure_check(tmp_path / "plain.ipynb", plain, allow_asserts=allow)
+    _structure_check(tmp_path / "wrong.ipynb", wrong, allow_asserts=allow)
+    e_plain, e_wrong = (next(c for c in r.checks if c.name == "e") for r in (plain, wrong))
+    assert e_plain.ok is allow, e_plain.detail
+    assert not e_wrong.ok and "Total points: 99" in e_wrong.detail
+
+
 def test_the_course_own_notebooks_have_no_assert_only_cell():
     """This course stays strict: every graded test of course/*.ipynb records what the grader compares."""
     notebooks = sorted((Path(__file__).parents[1] / "course").glob("*.ipynb"))

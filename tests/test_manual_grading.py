@@ -2,7 +2,8 @@
 
 The fixture notebook has one auto-graded exercise (2 points), a written answer (markdown, 3 points)
 and a code answer (1 point), both graded by hand. One module fixture collects and grades a class
-of two (ann answers, bob hands in the release); the tests read nbgrader's gradebook with nbgrader's
+of two (ann answers everything; bob writes an answer to the question and hands in the rest as
+released, which nbgrader scores 0 without asking anyone); the tests read nbgrader's gradebook with nbgrader's
 API, score the answers through formgrader's HTTP API on a real Jupyter server, and read the grade
 table, the CSV export and the feedback page. The gate's rules for these cells are pure functions.
 """
@@ -15,6 +16,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from browser_support import running_lab
@@ -23,6 +25,7 @@ from grader.authoring.assembly import build, release
 from grader.authoring.coursedir import CourseDir
 from grader.authoring.manual_cells import manual_cell_problems
 from grader.engine import course as nbs
+from grader.engine.execute import LEFT_AS_RELEASED
 from grader.engine.merge import merge
 from grader.intake.collect import collect
 from grader.results.export import export_csv
@@ -34,6 +37,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "grader" / "manual" / "01_manual.
 A = "01_manual"
 MODEL_ANSWER = "Changing `xs` in place would surprise a caller"  # the solution of why_new_list
 ANN_TEXT = "A new list: the caller's list is left as it was."
+BOB_TEXT = "Because lists are mutable."
 
 
 def _ann() -> nbs.NotebookNode:
@@ -56,6 +60,7 @@ def graded(tmp_path_factory):
     build(root, FIXTURE.parent)
     release(root)
     bob = nbs.read_notebook(CourseDir(root).released_notebook(A))
+    next(c for c in bob.cells if nbs.nbgrader_meta(c).get("grade_id") == "why_new_list").source = BOB_TEXT
     collect(root, write_inbox(base / "inbox", {"ann": _ann(), "bob": bob}, A))
     return root, autograde(root, workers=1)
 
@@ -85,14 +90,24 @@ def test_autograde_scores_the_test_and_leaves_the_answers_to_the_instructor(grad
     root, results = graded
     by = {o.student: {t["grade_id"]: t for t in o.tests} for o in results}
     assert (by["ann"]["test_double"]["points"], by["ann"]["test_double"]["status"]) == (2.0, "passed")
-    for student in ("ann", "bob"):
-        for gid, most in (("why_new_list", 3.0), ("own_example", 1.0)):
-            t = by[student][gid]
-            assert (t["status"], t["points"], t["max_points"]) == ("manual", 0.0, most), (student, t)
+    for student, gid, most in (("ann", "why_new_list", 3.0), ("ann", "own_example", 1.0), ("bob", "why_new_list", 3.0)):
+        t = by[student][gid]
+        assert (t["status"], t["points"], t["max_points"]) == ("manual", 0.0, most), (student, t)
     grades = _grades(root)  # as nbgrader's autograde leaves a manually graded cell: listed in formgrader
     assert grades[("ann", "test_double")] == (2.0, None, False)
     assert grades[("ann", "why_new_list")] == (None, None, True)
-    assert grades[("bob", "own_example")] == (None, None, True)
+    assert grades[("bob", "why_new_list")] == (None, None, True)
+
+
+def test_an_answer_left_as_released_scores_0_with_nothing_to_grade_by_hand(graded):
+    """nbgrader's rule (its autograde compares the answer's checksum with the release's): an unchanged
+    hand-graded answer is scored 0 automatically and formgrader does not list it as needing a grade."""
+    root, results = graded
+    bob = {t["grade_id"]: t for o in results if o.student == "bob" for t in o.tests}
+    assert (bob["own_example"]["status"], bob["own_example"]["points"], bob["own_example"]["max_points"]) == (
+        "failed", 0.0, 1.0)
+    assert bob["own_example"]["reason"] == LEFT_AS_RELEASED
+    assert _grades(root)[("bob", "own_example")] == (0.0, None, False)
 
 
 def test_the_graded_notebook_holds_the_students_answer_never_the_model_answer(graded):
@@ -100,7 +115,7 @@ def test_the_graded_notebook_holds_the_students_answer_never_the_model_answer(gr
     ann = (CourseDir(root).autograded("ann", A) / f"{A}.ipynb").read_text(encoding="utf-8")
     bob = (CourseDir(root).autograded("bob", A) / f"{A}.ipynb").read_text(encoding="utf-8")
     assert ANN_TEXT in ann and MODEL_ANSWER not in ann
-    assert "YOUR ANSWER HERE" in bob and MODEL_ANSWER not in bob
+    assert BOB_TEXT in bob and "raise NotImplementedError()" in bob and MODEL_ANSWER not in bob
 
 
 def test_merge_stubs_a_missing_written_answer_as_nbgrader_releases_it():
@@ -120,10 +135,11 @@ def test_table_and_export_say_awaiting_instead_of_a_number(graded, tmp_path):
     rows = {line.split()[0]: line.split()[1] for line in table.splitlines()[1:3]}
     assert rows == {"ann": "awaiting", "bob": "awaiting"}, table
     assert "awaiting manual grading" in table and "ann / 01_manual: why_new_list, own_example" in table
+    assert "bob / 01_manual: why_new_list\n" in table + "\n"  # own_example: 0, nothing to grade
     exported = _csv(root, tmp_path / "grades.csv")
-    for student in ("ann", "bob"):
+    for student, awaiting in (("ann", "4.0"), ("bob", "3.0")):
         row = exported[student]
-        assert (row["raw_score"], row["score"], row["awaiting_manual_grading"]) == ("", "", "4.0"), row
+        assert (row["raw_score"], row["score"], row["awaiting_manual_grading"]) == ("", "", awaiting), row
         assert row["max_score"] == "6.0"
 
 
@@ -164,15 +180,14 @@ def _score_in_formgrader(root: Path, tmp: Path, scores: dict[tuple[str, str], fl
 
 def test_a_score_given_in_formgrader_shows_everywhere_and_survives_a_regrade(course, tmp_path):
     root, results = course
-    _score_in_formgrader(root, tmp_path, {("ann", "why_new_list"): 2.5, ("ann", "own_example"): 1.0,
-                                          ("bob", "why_new_list"): 0.0})
+    _score_in_formgrader(root, tmp_path, {("ann", "why_new_list"): 2.5, ("ann", "own_example"): 1.0})
     table = grade_table(root, results)
     rows = {line.split()[0]: line.split()[1] for line in table.splitlines()[1:3]}
-    assert rows == {"ann": "5.5/6", "bob": "awaiting"}, table  # 2 (test) + 2.5 + 1; bob: own_example left
-    assert "bob / 01_manual: own_example" in table and "ann / 01_manual:" not in table
+    assert rows == {"ann": "5.5/6", "bob": "awaiting"}, table  # 2 (test) + 2.5 + 1; bob: why_new_list left
+    assert "bob / 01_manual: why_new_list" in table and "ann / 01_manual:" not in table
     exported = _csv(root, tmp_path / "grades.csv")
     assert (exported["ann"]["score"], exported["ann"]["awaiting_manual_grading"]) == ("5.5", "0.0")
-    assert (exported["bob"]["score"], exported["bob"]["awaiting_manual_grading"]) == ("", "1.0")
+    assert (exported["bob"]["score"], exported["bob"]["awaiting_manual_grading"]) == ("", "3.0")
     feedback(root, students=["ann"])
     page = (CourseDir(root).feedback("ann", A) / f"{A}.html").read_text(encoding="utf-8")
     assert "Score: 2.5 / 3.0" in page and "awaiting manual grading" not in page.lower()
@@ -254,3 +269,21 @@ def test_a_saved_hand_graded_answer_is_not_graded_again():
     assert in_gradebook(marker, saved)
     assert not in_gradebook(marker, {("ann", A, "test_double"): 2.0})  # the grade row is missing
     assert not in_gradebook(marker, {**saved, ("ann", A, "why_new_list"): 0.0})  # scored by a machine
+
+
+@pytest.mark.parametrize("cell_type, source", [
+    ("code", "### BEGIN SOLUTION\nexample = double([0.1, 0.2])\n### END SOLUTION"),
+    ("code", "def f(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION\n\nY = f(1)"),
+    ("code", "x = 1  # no markers: the whole cell is the answer"),
+    ("markdown", "A model answer without markers."),
+    ("markdown", "Keep this line.\n### BEGIN SOLUTION\nThe model answer.\n### END SOLUTION\nAnd this one."),
+])
+def test_the_released_text_of_an_answer_is_nbgraders(cell_type, source):
+    """What the untouched check compares with is what nbgrader's ClearSolutions writes into the release."""
+    from nbgrader.preprocessors import ClearSolutions
+
+    meta = {"nbgrader": {"solution": True, "grade": True, "grade_id": "x", "points": 1}}
+    new_cell = nbformat.v4.new_code_cell if cell_type == "code" else nbformat.v4.new_markdown_cell
+    cell = new_cell(source, metadata=meta)
+    released, _ = ClearSolutions().preprocess_cell(cell, {"language": "python"}, 0)
+    assert nbs.released_answer(source, cell_type) == released.source

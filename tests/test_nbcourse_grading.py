@@ -5,29 +5,29 @@ The course (tests/fixtures/grader/nbcourse): assignment week1 = sequences.ipynb 
 code answer 1 pt by hand, a task 2 pts by hand) + trapezoids.png, a header notebook. Tests are nbgrader's
 kind: plain asserts. Three students, their notebooks made from the release:
   ada  everything right                                -> 2 + 1 | 1 + 2 = 6 automatic points
-  ben  harmonic wrong, running_max right, no integrals -> 0 + 1 | 0 + 0 = 1
+  ben  harmonic wrong, running_max right, the written answer left as released, no integrals
+                                                       -> 0 + 1 | 0 + 0 = 1
   cy   running_max left as released, the rest right    -> 2 + 0 | 1 + 2 = 5
 Stock nbgrader grades a plain nbgrader course (the fixture folder under source/, the header configured as
 IncludeHeaderFooter) with the same submissions; both gradebooks must give these scores, and leave the hand-graded
-answers and the task to formgrader (no automatic score, needs manual grading).
+answers and the task to formgrader (no automatic score, needs manual grading), except an answer handed in
+as released, which both score 0 with nothing to grade by hand (nbgrader compares the answer's checksum with the
+release's).
 """
 from __future__ import annotations
 
 import csv
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from classroom import grade_rows, stock_nbgrader
 from grader.authoring.coursedir import CourseDir
 from grader.cli import main
 from grader.engine import course as nbs
 
 NBCOURSE = Path(__file__).parent / "fixtures" / "grader" / "nbcourse"
-NBGRADER = "import sys; from nbgrader.apps.nbgraderapp import main; sys.exit(main())"
 EXPECTED = {  # (student, notebook, test cell) -> automatic points, worked out from the answers above
     ("ada", "sequences", "test_harmonic"): 2.0, ("ada", "sequences", "test_running_max"): 1.0,
     ("ada", "integrals", "test_figure"): 1.0, ("ada", "integrals", "test_trapezoid"): 2.0,
@@ -65,7 +65,8 @@ def write_class(released: Path, submitted: Path, exchange: bool = False) -> None
     right = {**solutions("sequences"), **solutions("integrals")}
     work = {
         "ada": {"sequences": right, "integrals": right},
-        "ben": {"sequences": {**right, "harmonic": "def harmonic(n):\n    return float(n)\n"}},
+        "ben": {"sequences": {**{k: v for k, v in right.items() if k != "explain_divergence"},
+                              "harmonic": "def harmonic(n):\n    return float(n)\n"}},
         "cy": {"sequences": {k: v for k, v in right.items() if k != "running_max"},
                "integrals": right},
     }
@@ -80,20 +81,7 @@ def write_class(released: Path, submitted: Path, exchange: bool = False) -> None
 
 
 def gradebook_rows(root: Path) -> dict[tuple[str, str, str], tuple[float | None, bool]]:
-    """(student, notebook, cell) -> (auto score, needs manual grade), read with nbgrader's own API."""
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        return {(s.student.id, nb.name, g.name): (g.auto_score, bool(g.needs_manual_grade))
-                for s in gb.assignment_submissions("week1") for nb in s.notebooks for g in nb.grades}
-
-
-def nbgrader(root: Path, *args: str) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COURSE_GRADER", "NBGRADER"))}
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    done = subprocess.run([sys.executable, "-c", NBGRADER, *args], cwd=root, env=env, capture_output=True,
-                          text=True, timeout=900)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return grade_rows(root, "week1")
 
 
 @pytest.fixture(scope="module")
@@ -112,9 +100,9 @@ def graded(tmp_path_factory):
     (stock / "nbgrader_config.py").write_text(
         "c = get_config()\nc.CourseDirectory.course_id = 'numerics-101'\n"
         "c.IncludeHeaderFooter.header = 'source/header.ipynb'\n", encoding="utf-8")
-    nbgrader(stock, "generate_assignment", "week1", "--force")
+    stock_nbgrader(stock, "generate_assignment", "week1", "--force")
     write_class(stock / "release" / "week1", stock / "submitted")
-    nbgrader(stock, "autograde", "week1", "--create")
+    stock_nbgrader(stock, "autograde", "week1", "--create")
     return root, stock
 
 
@@ -124,6 +112,15 @@ def test_every_notebook_is_graded_as_stock_nbgrader_grades_it(graded):
     auto = {key: (ours.get(key, (None,))[0] or 0.0) for key in EXPECTED}
     assert auto == EXPECTED
     assert {key: (theirs.get(key, (None,))[0] or 0.0) for key in EXPECTED} == EXPECTED
+
+
+def test_every_gradebook_row_is_stock_nbgraders(graded):
+    """Every grade stock nbgrader writes (automatic score, needs manual grading), ours writes the same: the
+    answers ben left as released score 0 with nothing to grade by hand, as nbgrader's checksum rule has it."""
+    root, stock = graded
+    ours, theirs = gradebook_rows(root), gradebook_rows(stock)
+    assert {key: ours.get(key) for key in theirs} == theirs
+    assert theirs[("ben", "sequences", "explain_divergence")] == (0.0, False)
 
 
 def test_hand_graded_answers_and_the_task_are_left_to_formgrader(graded):
@@ -148,7 +145,7 @@ def test_the_graded_notebooks_and_one_row_per_student_and_assignment(graded, tmp
     with open(tmp_path / "grades.csv", newline="", encoding="utf-8") as file:
         rows = list(csv.DictReader(file))
     assert sorted((r["assignment"], r["student_id"]) for r in rows) == [("week1", s) for s in ("ada", "ben", "cy")]
-    assert {r["student_id"]: float(r["awaiting_manual_grading"]) for r in rows} == {"ada": 5.0, "ben": 2.0, "cy": 5.0}
+    assert {r["student_id"]: float(r["awaiting_manual_grading"]) for r in rows} == {"ada": 5.0, "ben": 0.0, "cy": 5.0}
 
 
 def test_feedback_has_a_page_per_notebook_and_each_is_released(graded, tmp_path):
@@ -182,3 +179,14 @@ def test_scores_given_in_formgrader_make_the_final_score_task_included(graded, t
     rows = {line.split()[0]: line for line in grade_table(root, outcomes(root)).splitlines()[1:4]}
     assert rows["cy"].split()[1] == "9.5/11", rows  # 5 automatic + 4.5 by hand, of 6 + 5
     assert rows["ada"].split()[1] == "awaiting", rows
+
+
+def test_the_gate_on_a_course_brought_in_finds_its_free_point(capsys):
+    """`check --allow-asserts` takes the course as nbgrader wrote it (no 'Total points' header) and still finds
+    what a release would give away: integrals' test_figure checks the shipped image, so it earns its point
+    with no answer at all."""
+    assert main(["check", str(NBCOURSE), "--allow-asserts", "--workers", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "PASS  " in out and "sequences.ipynb" in out.split("PASS  ", 1)[1].splitlines()[0]
+    assert "FAIL (b) test_figure earns 1" in out
+    assert "test_figure still earns points with no answer before it" in out

@@ -5,7 +5,9 @@ docs/source/user_guide/source/ps1 (problem1.ipynb, problem2.ipynb, jupyter.png) 
 students' work from the same guide: submitted/bitdiddle/ps1, submitted/hacker/ps1, and the zip_collect example
 downloaded/ps1/archive (a later attempt of hacker's problem1 and the zip's problem2, files named as an LMS
 names them), collected here as a third student. Stock nbgrader 0.9.6 autogrades them to 1.5, 3 and 3 of the 13
-points; the other 10 (written answers, a code answer and a task) wait for manual grading.
+points (the issue's measurement); the other 10 (written answers, a code answer and a task) wait for manual
+grading, except an answer handed in as released, which scores 0. The same test runs stock nbgrader on the same
+course and students and requires every gradebook row to be the same.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from classroom import grade_rows, stock_nbgrader
 from grader.cli import main
 
 EXPECTED_AUTO = {"bitdiddle": 1.5, "hacker": 3.0, "hacker-archive": 3.0}  # stock nbgrader 0.9.6's scores
@@ -32,57 +35,94 @@ def user_guide() -> Path:
     return guide
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> Path:
-    guide, base = user_guide(), tmp_path_factory.mktemp("ps1")
-    course = base / "ps1course"
-    shutil.copytree(guide / "source" / "ps1", course / "ps1")
-    shutil.copyfile(guide / "source" / "header.ipynb", course / "header.ipynb")
-    inbox = base / "inbox"
+def write_students(guide: Path, submitted: Path) -> None:
+    """``submitted/<student>/`` for bitdiddle and hacker (the guide's submissions) and hacker-archive (the
+    zip_collect example's files, named as an LMS names them)."""
     for student in ("bitdiddle", "hacker"):
-        shutil.copytree(guide / "submitted" / student / "ps1", inbox / student)
+        shutil.copytree(guide / "submitted" / student / "ps1", submitted / student)
     archive = guide / "downloaded" / "ps1" / "archive"
-    third = inbox / "hacker-archive"
-    third.mkdir()
+    third = submitted / "hacker-archive"
+    third.mkdir(parents=True)
     shutil.copyfile(archive / "ps1_hacker_attempt_2016-01-30-20-30-10_problem1.ipynb",
                     third / "ps1_hacker_attempt_2016-01-30-20-30-10_problem1.ipynb")
     with zipfile.ZipFile(archive / "notebooks.zip") as zipped:
         (third / "ps1_hacker_attempt_2016-01-30-16-30-10_problem2.ipynb").write_bytes(
             zipped.read("ps1_hacker_attempt_2016-01-30-16-30-10_problem2.ipynb"))
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> tuple[Path, Path]:
+    """ps1 graded by course-grader (its folder as an instructor keeps it: ps1/ and header.ipynb) and by stock
+    nbgrader (an nbgrader course root with the header configured), the same three students in each."""
+    guide, base = user_guide(), tmp_path_factory.mktemp("ps1")
+    course = base / "ps1course"
+    shutil.copytree(guide / "source" / "ps1", course / "ps1")
+    shutil.copyfile(guide / "source" / "header.ipynb", course / "header.ipynb")
+    write_students(guide, base / "inbox")
     root = base / "course"
     assert main(["build", "--root", str(root), "--course", str(course)]) == 0
     assert main(["release", "--root", str(root)]) == 0
-    assert main(["collect", str(inbox), "--root", str(root)]) == 0
+    assert main(["collect", str(base / "inbox"), "--root", str(root)]) == 0
     assert main(["autograde", "--root", str(root)]) == 0
-    return root
-
-
-def grades(root: Path) -> dict[tuple[str, str, str], tuple[float | None, bool]]:
-    """(student, notebook, cell) -> (auto score, needs manual grade), read with nbgrader's own API."""
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        return {(s.student.id, nb.name, g.name): (g.auto_score, bool(g.needs_manual_grade))
-                for s in gb.assignment_submissions("ps1") for nb in s.notebooks for g in nb.grades}
+    stock = base / "stock"
+    shutil.copytree(guide / "source" / "ps1", stock / "source" / "ps1")
+    shutil.copyfile(guide / "source" / "header.ipynb", stock / "source" / "header.ipynb")
+    (stock / "nbgrader_config.py").write_text(
+        "c = get_config()\nc.IncludeHeaderFooter.header = 'source/header.ipynb'\n", encoding="utf-8")
+    stock_nbgrader(stock, "generate_assignment", "ps1", "--force")
+    write_students(guide, base / "stock-inbox")
+    for folder in sorted((base / "stock-inbox").iterdir()):  # nbgrader's layout: submitted/<student>/ps1/<notebook>
+        target = stock / "submitted" / folder.name / "ps1"
+        target.mkdir(parents=True)
+        for file in folder.iterdir():
+            name = file.name if "_attempt_" not in file.name else file.name.rsplit("_", 1)[1]
+            shutil.copyfile(file, target / name)
+    # the archive's later problem1 has nbgrader's old metadata format: stock autograde refuses it and says to
+    # run `nbgrader update` (course-grader reads either format)
+    stock_nbgrader(stock, "update", "submitted/hacker-archive")
+    stock_nbgrader(stock, "autograde", "ps1", "--create")
+    return root, stock
 
 
 def test_ps1_scores_as_stock_nbgrader_scores_it(graded):
-    rows = grades(graded)
-    auto = {}
-    for (student, _, _), (score, _) in rows.items():
-        auto[student] = auto.get(student, 0.0) + (score or 0.0)
-    assert auto == EXPECTED_AUTO
+    root, stock = graded
+    totals: dict[str, dict[str, float]] = {"ours": {}, "stock": {}}
+    for who, rows in (("ours", grade_rows(root, "ps1")), ("stock", grade_rows(stock, "ps1"))):
+        for (student, _, _), (score, _) in rows.items():
+            totals[who][student] = totals[who].get(student, 0.0) + (score or 0.0)
+    assert totals == {"ours": EXPECTED_AUTO, "stock": EXPECTED_AUTO}
+
+
+def test_every_gradebook_row_is_stock_nbgraders(graded):
+    """Automatic score and "needs manual grading" of every grade cell, for every student, as stock nbgrader
+    writes them (bitdiddle's code answer sum_of_squares_application, handed in as released, scores 0 with
+    nothing to grade by hand)."""
+    root, stock = graded
+    ours, theirs = grade_rows(root, "ps1"), grade_rows(stock, "ps1")
+    assert ours == theirs
+    assert theirs[("bitdiddle", "problem1", "sum_of_squares_application")] == (0.0, False)
 
 
 def test_ps1s_written_answers_code_answer_and_task_wait_for_formgrader(graded):
-    """hacker answered every hand-graded cell: all five wait, with no automatic score, as in stock nbgrader.
-    Every student's task (Part E, answered in a markdown cell added after it) waits too. (bitdiddle left the
-    code answer as released: stock nbgrader scores such an answer 0 without asking; course-grader leaves it
-    awaiting like any hand-graded answer.)"""
-    rows = grades(graded)
+    """hacker answered every hand-graded cell: all five wait, with no automatic score. Every student's task
+    (Part E, answered in a markdown cell added after it) waits too, and its answer reaches formgrader."""
+    root, _ = graded
+    rows = grade_rows(root, "ps1")
     assert {key[1:] for key, (_, manual) in rows.items() if key[0] == "hacker" and manual} == BY_HAND
     assert all(rows[("hacker", *cell)][0] is None for cell in BY_HAND)
     for student in EXPECTED_AUTO:
         assert rows[(student, "problem1", "cell-938593c4a215c6cc")] == (None, True), student
-    graded_nb = (graded / "autograded" / "bitdiddle" / "ps1" / "problem1.ipynb").read_text(encoding="utf-8")
+    graded_nb = (root / "autograded" / "bitdiddle" / "ps1" / "problem1.ipynb").read_text(encoding="utf-8")
     assert "\\\\sum x^i = \\\\frac{1}{1-x}" in graded_nb, "the task's answer reaches formgrader"
+
+
+def test_the_gate_passes_ps1_as_brought_in_and_counts_its_points(tmp_path, capsys):
+    """`check --allow-asserts`: no 'Total points' header needed, problem2 (only hand-graded answers) passes
+    (a), and the points add up to ps1's 13 (problem1: 3 automatic, 3 by hand, a 4-point task; problem2: 3)."""
+    guide = user_guide()
+    shutil.copytree(guide / "source" / "ps1", tmp_path / "ps1")
+    shutil.copyfile(guide / "source" / "header.ipynb", tmp_path / "header.ipynb")
+    assert main(["check", str(tmp_path), "--allow-asserts", "--workers", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "(e) 2 exercises, grade_ids unique, 10 points" in out and "(e) 0 exercises, grade_ids unique, 3 points" in out
+    assert "(a) solution scores 0/0; 3 points graded by hand" in out

@@ -19,11 +19,11 @@ from nbformat import NotebookNode
 
 __all__ = [
     "Exercise", "read_notebook", "write_notebook", "nbgrader_meta", "is_solution", "is_test",
-    "exercises", "exercise_titles", "is_manual", "is_task", "CODE_STUB", "TEXT_STUB", "manual_points", "header_points",
+    "exercises", "exercise_titles", "is_manual", "is_task", "task_points", "CODE_STUB", "TEXT_STUB", "manual_points", "header_points",
     "test_points", "structure_problems", "stub", "truncate",
     "solution_lines", "hidden_test_lines", "STUBBED_PREFIX", "stubbed_walkthrough", "cell_points", "is_support_file",
     "strip_hidden", "HIDDEN_NOTE", "HIDDEN_BEGIN", "HIDDEN_END", "SOLUTION_BEGIN",
-    "SOLUTION_END", "MARKERS", "without_hidden", "stub_source", "ends_with_expression", "asserts_only",
+    "SOLUTION_END", "MARKERS", "without_hidden", "stub_source", "released_answer", "ends_with_expression", "asserts_only",
 ]
 
 HEADER_POINTS = re.compile(r"^\s*\**\s*Total points\s*:\s*\**\s*([0-9]+(?:\.[0-9]+)?)", re.M)
@@ -84,6 +84,10 @@ def is_manual(cell: NotebookNode) -> bool:
 
 def manual_points(nb: NotebookNode) -> float:
     return sum(cell_points(c) for c in nb.cells if is_manual(c))
+
+
+def task_points(nb: NotebookNode) -> float:
+    return sum(cell_points(c) for c in nb.cells if is_task(c))
 
 
 def is_task(cell: NotebookNode) -> bool:
@@ -194,6 +198,26 @@ def stub_source(source: str) -> str:
     return _SOLUTION_REGION.sub(lambda m: f"{m.group(1)}raise NotImplementedError()", source)
 
 
+def released_answer(source: str, cell_type: str) -> str:
+    """A solution cell's text as nbgrader's release (ClearSolutions, default stubs) writes it: each line
+    holding the begin marker becomes the stub, indented as that line, through the end marker's line; a cell
+    without markers becomes the stub whole. A submitted answer equal to this was handed in untouched."""
+    stub_lines = (CODE_STUB if cell_type == "code" else TEXT_STUB).splitlines()
+    if SOLUTION_BEGIN not in source:
+        return "\n".join(stub_lines)
+    kept, inside = [], False
+    for line in source.split("\n"):
+        if SOLUTION_BEGIN in line:
+            inside = True
+            indent = line[:len(line) - len(line.lstrip())]
+            kept += [indent + stub for stub in stub_lines]
+        elif SOLUTION_END in line:
+            inside = False
+        elif not inside:
+            kept.append(line)
+    return "\n".join(kept)
+
+
 def split_hidden(source: str) -> list[tuple[str, bool]]:
     """A test cell's source cut at its hidden-test markers: [(code, hidden?), ...] in order, marker
     lines left out, empty pieces dropped. The grader runs each piece as its own execution, so it
@@ -236,8 +260,10 @@ def ends_with_expression(source: str) -> bool:
     return not (is_print or is_docstring_only)
 
 
-def structure_problems(nb: NotebookNode) -> list[str]:
-    """Gate (e) and the exercise layout: ids unique, points add up, every exercise well formed."""
+def structure_problems(nb: NotebookNode, header_required: bool = True) -> list[str]:
+    """Gate (e) and the exercise layout: ids unique, points add up, every exercise well formed. The header's
+    ``Total points: N`` is this course's convention: without ``header_required`` (a course brought in from
+    nbgrader) a notebook may leave it out, but a header it has must add up."""
     problems = []
     seen: dict[str, int] = {}
     for index, cell in enumerate(nb.cells):
@@ -258,11 +284,12 @@ def structure_problems(nb: NotebookNode) -> list[str]:
                             "as the cell's output, and stock nbgrader takes a number there as the cell's "
                             "score (partial credit); end the cell with a statement, e.g. a print()")
     announced = header_points(nb)
-    total = test_points(nb) + manual_points(nb)
-    if announced is None:
+    total = test_points(nb) + manual_points(nb) + task_points(nb)
+    if announced is None and header_required:
         problems.append("the first cell is not markdown with a line 'Total points: N'")
-    elif abs(announced - total) > 1e-9:
-        cells = "the test cells and hand-graded answers" if manual_points(nb) else "the test cells"
+    elif announced is not None and abs(announced - total) > 1e-9:
+        cells = ("the test cells and hand-graded answers" if manual_points(nb) + task_points(nb) else
+                 "the test cells")
         problems.append(f"the header says 'Total points: {announced:g}' but {cells} add up to {total:g}")
     for exercise in exercises(nb):
         if not exercise.solution_ids:

@@ -19,7 +19,8 @@ from pathlib import Path
 import nbformat
 
 from .answer_rules import source_reason, test_cell_problems
-from .course import asserts_only, cell_points, is_manual, is_support_file, is_task, is_test, nbgrader_meta
+from .course import (asserts_only, cell_points, is_manual, is_support_file, is_task, is_test, nbgrader_meta,
+                     released_answer)
 from .failures import raised_in_answer, visible_message
 from .kernel import CellRun
 from .merge import Merged, Role, merge, read_submission
@@ -30,11 +31,12 @@ from .shares import TOLERANCE, earned, has_shares
 from .verdicts import check_records, collect, failing_keys, key_problems, test_reason
 
 __all__ = ["Limits", "TestResult", "NotebookResult", "References", "ReferenceRunError",
-           "SandboxUnavailable", "sandbox_status", "AWAITING", "manual_result", "run_reference", "save_reference", "grade", "validate",
+           "SandboxUnavailable", "sandbox_status", "AWAITING", "LEFT_AS_RELEASED", "manual_result", "unanswered_result", "run_reference", "save_reference", "grade", "validate",
            "verdict_line"]
 
 STATUSES = ("passed", "failed", "error", "timeout", "crashed", "not run", "missing", "manual")
 AWAITING = "awaiting manual grading"  # the one wording the table, the export and the feedback use
+LEFT_AS_RELEASED = "You left this answer as released: 0 points, with nothing to grade by hand."
 
 
 class ReferenceRunError(RuntimeError):
@@ -199,6 +201,7 @@ def grade(source: Path, submission: Path | None, references: References, *, work
     problems += run_problems
     scrub_tainted(merged.notebook, runs)
     read = source_problems(merged)
+    unchanged = _unchanged_answers(trusted, merged)
     for i, role in enumerate(merged.roles):
         if role.kind == "test":
             cell = merged.notebook.cells[i]
@@ -209,7 +212,9 @@ def grade(source: Path, submission: Path | None, references: References, *, work
                                                          source_reason(read[i]))
             cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=verdict_line(test))]
         elif role.kind == "answer" and is_manual(merged.notebook.cells[i]) and role.grade_id not in tests:
-            tests[role.grade_id] = manual_result(role.grade_id, cell_points(merged.notebook.cells[i]))
+            points = cell_points(merged.notebook.cells[i])
+            tests[role.grade_id] = (unanswered_result(role.grade_id, points) if role.grade_id in unchanged
+                                    else manual_result(role.grade_id, points))
         elif is_task(merged.notebook.cells[i]):  # nbgrader's task: answered in added cells, graded by hand
             gid = nbgrader_meta(merged.notebook.cells[i]).get("grade_id", "")
             tests.setdefault(gid, manual_result(gid, cell_points(merged.notebook.cells[i])))
@@ -220,6 +225,28 @@ def manual_result(gid: str, points: float) -> TestResult:
     """A hand-graded answer's result: merged and run, never scored here."""
     return TestResult(gid, points, 0.0, "manual",
                       "This answer is graded by hand by your instructor (awaiting manual grading).")
+
+
+def unanswered_result(gid: str, points: float) -> TestResult:
+    """A hand-graded answer handed in as released: 0 points, decided here (nbgrader's autograde scores an
+    answer whose checksum is the release's 0 and asks no one to grade it)."""
+    return TestResult(gid, points, 0.0, "failed", LEFT_AS_RELEASED)
+
+
+def _unchanged_answers(trusted: nbformat.NotebookNode, merged: Merged) -> set[str]:
+    """Grade ids of hand-graded answers whose every merged copy is the released text of the answer."""
+    released = {nbgrader_meta(c).get("grade_id"): _plain(released_answer(c.source, c.cell_type))
+                for c in trusted.cells if is_manual(c)}
+    copies: dict[str, list[str]] = {}
+    for role, cell in zip(merged.roles, merged.notebook.cells):
+        if role.kind == "answer" and role.grade_id in released:
+            copies.setdefault(role.grade_id, []).append(_plain(cell.source))
+    return {gid for gid, texts in copies.items() if all(text == released[gid] for text in texts)}
+
+
+def _plain(text: str) -> str:
+    """Text compared without trailing spaces or blank lines around it."""
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
 
 
 def source_problems(merged: Merged) -> dict[int, list[str]]:

@@ -19,12 +19,11 @@ from datetime import datetime, timezone
 
 from ..authoring.coursedir import CourseDir
 from .gradebook import FIELDS, Outcome
-from .table import ATTENTION
+from .table import ATTENTION, attempted
 
 __all__ = ["Check", "Test", "Submission", "AssignmentData", "ClassData", "load_class", "attempted",
            "failed_keys", "hidden_checks"]
 
-NOT_ATTEMPTED = "NotImplementedError"  # in the reason of a test whose stub was left as released
 
 
 @dataclass
@@ -84,11 +83,6 @@ class AssignmentData:
 class ClassData:
     students: list[str]              # everyone the gradebook or the course folder knows, sorted
     assignments: list[AssignmentData]
-
-
-def attempted(test: dict) -> bool:
-    """The student ran something for this test (not missing, not the released stub)."""
-    return test["status"] != "missing" and NOT_ATTEMPTED not in test.get("reason", "")
 
 
 def failed_keys(test: dict, checks: list[Check]) -> list[str]:

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..authoring.coursedir import CourseDir
+from ..engine.execute import LEFT_AS_RELEASED
 from ..engine.outputs import printable
 from .gradebook import Outcome
 from .late import lateness, semester_of
@@ -25,6 +26,7 @@ from .manual import AWAITING, awaiting, final_score, manual_scores, score_key
 
 __all__ = ["ATTENTION", "grade_table"]
 
+NOT_ATTEMPTED = "NotImplementedError"  # in the reason of a test whose stub was left as released
 ATTENTION = ("timeout", "crashed", "not run", "missing")  # beyond a wrong answer
 
 
@@ -121,11 +123,18 @@ def due_dates(course: CourseDir) -> dict[str, datetime]:
                          else a.duedate.astimezone(timezone.utc)) for a in gb.assignments if a.duedate}
 
 
+def attempted(test: dict) -> bool:
+    """The student ran something for this test (not missing, not the released stub, not a hand-graded
+    answer left as released)."""
+    return (test["status"] != "missing" and NOT_ATTEMPTED not in test.get("reason", "")
+            and test.get("reason") != LEFT_AS_RELEASED)
+
+
 def _failures(where: str, tests: list[dict]) -> list[str]:
     """Up to 3 lines per submission, each failed test with its whole reason; stubs left as released
     are counted on one line."""
     failed = [t for t in tests if t["status"] in ("failed", "error")]
-    untouched = [t for t in failed if "NotImplementedError" in t["reason"]]
+    untouched = [t for t in failed if not attempted(t)]
     named = [f"{where}: {score_key(t)}: {_whole_words(t['reason'])}" for t in failed if t not in untouched]
     lines = named[:3] + ([f"{where}: and {len(named) - 3} more failed test(s), listed in the feedback"]
                          if len(named) > 3 else [])

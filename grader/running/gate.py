@@ -9,7 +9,8 @@ For each source notebook:
     keys carry shares (partial credit) runs its hidden part there even when its visible part fails,
     and each key must fail on its own: one that matches is named (its share is given for nothing);
 (d) the release holds no solution code and no hidden test text;
-(e) grade_ids are unique and the points add up to the header's ``Total points: N``;
+(e) grade_ids are unique and the points add up to the header's ``Total points: N`` (with ``allow_asserts``,
+    for a course brought in from nbgrader, a notebook without that header passes);
 (f) every graded test cell follows the authoring rules (:mod:`grader.authoring.graded_cells`): its hidden part
     records the student's results and compares nothing in the kernel; its visible part runs
     without the grader. A line "who decides" (never failing) says how many points rest on values the
@@ -40,6 +41,7 @@ from ..authoring.assembly import GraderError, build, release
 from ..authoring.graded_cells import graded_cell_problems, kernel_word_hint, who_decides
 from ..authoring.manual_cells import manual_cell_problems
 from ..engine import course as nbs
+from ..engine.execute import LEFT_AS_RELEASED
 from ..engine.shares import visible_apart
 from .jobs import Assignment, GradeJob, ReferenceJob, run_grade_job, run_reference_job
 from .runner import open_runner
@@ -156,10 +158,12 @@ def _structure_check(path: Path, report: GateReport, allow_asserts: bool = False
     except Exception as error:
         report.add("e", False, f"cannot read the notebook: {error}")
         return None
-    problems = nbs.structure_problems(source)
+    problems = nbs.structure_problems(source, header_required=not allow_asserts)
+    points = nbs.test_points(source) + nbs.manual_points(source) + nbs.task_points(source)
     report.add("e", not problems, "; ".join(problems) or
-               f"{len(nbs.exercises(source))} exercises, grade_ids unique, "
-               f"{nbs.test_points(source) + nbs.manual_points(source):g} points as announced")
+               f"{len(nbs.exercises(source))} exercises, grade_ids unique, " +
+               (f"{points:g} points as announced" if nbs.header_points(source) is not None else
+                f"{points:g} points (no 'Total points' header: not required with --allow-asserts)"))
     rules = [problem for cell in source.cells if nbs.is_test(cell) for problem in graded_cell_problems(cell)]
     if allow_asserts:  # assert-only test cells answer to nbgrader's rule instead (points on the kernel's word)
         rules = [problem for cell in source.cells if nbs.is_test(cell) and not nbs.asserts_only(cell)
@@ -277,7 +281,7 @@ def _collect_variants(runner, plan: _Plan, say) -> None:
         if name == "a":
             score, total = sum(t[1] for t in tests), sum(t[2] for t in tests)
             lost = [f"{t[0]} {t[3]} ({t[4]})" for t in tests if t[1] < t[2]]
-            plan.report.add("a", not lost and total > 0,
+            plan.report.add("a", not lost and (total > 0 or bool(by_hand)),
                             f"solution scores {score:g}/{total:g}" + by_hand + ("; lost: " + "; ".join(lost) if lost else ""))
         elif name == "b":
             earned = [f"{t[0]} earns {t[1]:g}{_free_shares(plan, t[0], t)}" for t in tests if t[1] > 0]
@@ -293,9 +297,11 @@ def _collect_variants(runner, plan: _Plan, say) -> None:
 
 def _auto_and_by_hand(tests: list[tuple]) -> tuple[list[tuple], str]:
     """The auto-graded verdicts, and "; N points graded by hand" for hand-graded answers (status
-    "manual"): those are neither full marks in (a) nor zero in (b), so (a) and (b) leave them out."""
-    by_hand = sum(t[2] for t in tests if t[3] == "manual")
-    return [t for t in tests if t[3] != "manual"], (f"; {by_hand:g} points graded by hand" if by_hand else "")
+    "manual", or 0 points when left as released): those are neither full marks in (a) nor zero in (b),
+    so (a) and (b) leave them out."""
+    hand = [t for t in tests if t[3] == "manual" or t[4] == LEFT_AS_RELEASED]
+    by_hand = sum(t[2] for t in hand)
+    return [t for t in tests if t not in hand], (f"; {by_hand:g} points graded by hand" if by_hand else "")
 
 
 def _add_c(report: GateReport, exercise: nbs.Exercise, by_id: dict, plan: "_Plan | None" = None) -> None:
@@ -303,7 +309,8 @@ def _add_c(report: GateReport, exercise: nbs.Exercise, by_id: dict, plan: "_Plan
     vacuous = [gid for gid in exercise.test_ids if gid in by_id and by_id[gid][1] > 0]
     missing = [gid for gid in exercise.test_ids if gid not in by_id]
     free = "".join(_free_shares(plan, gid, by_id[gid]) for gid in vacuous) if plan is not None else ""
-    detail = (f"{', '.join(vacuous)} still earns points with {', '.join(exercise.solution_ids)} stubbed: "
+    stubbed = f"with {', '.join(exercise.solution_ids)} stubbed" if exercise.solution_ids else "with no answer before it"
+    detail = (f"{', '.join(vacuous)} still earns points {stubbed}: "
               f"the test does not depend on the student's answer{free}" if vacuous else
               f"{', '.join(missing)} was not graded" if missing else
               f"fails with {', '.join(exercise.solution_ids)} stubbed")
