@@ -35,7 +35,7 @@ browser-deps:
 	@bash scripts/ensure-debian-packages $(BROWSER_PACKAGES)
 
 test: setup sandbox-deps browser-deps
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests --durations=30
 	# The course notebooks on the bundled data set. nbval runs a copy of course/ top to bottom. A
 	# notebook with `# NBVAL_CHECK_OUTPUT` cells is first executed by nbconvert, so that nbval can
 	# compare those cells with that first run (the committed notebooks carry no outputs to compare

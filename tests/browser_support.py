@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -73,30 +73,32 @@ class LabServer:
         return f"{self.url}/lab/workspaces/{workspace}/tree/{path}?reset&token={self.token}"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+SERVING_AT = re.compile(r"http://127\.0\.0\.1:(\d+)/")  # the address jupyter_server logs once it listens
 
 
 @contextlib.contextmanager
 def running_lab(argv: list[str], root: Path, log: Path, env: dict[str, str] | None = None):
-    """Start JupyterLab from ``argv`` (without --port/--token), token-protected on 127.0.0.1."""
-    port, token = free_port(), secrets.token_hex(16)
-    argv = argv + [f"--port={port}", f"--IdentityProvider.token={token}"]
+    """Start JupyterLab from ``argv`` (without --port/--token), token-protected on 127.0.0.1. The server takes
+    its own port (``--port=0``: the system gives it a free one; no retry on another) and the test reads it
+    from the server's log."""
+    token = secrets.token_hex(16)
+    argv = argv + ["--port=0", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}"]
     with open(log, "w") as log_file:
         server = subprocess.Popen(argv, cwd=root, stdout=log_file, stderr=subprocess.STDOUT, env=env)
         try:
-            url = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 120
+            deadline, url = time.monotonic() + 120, None
             while True:
+                if url is None and (found := SERVING_AT.search(log.read_text(errors="replace"))):
+                    url = f"http://127.0.0.1:{found.group(1)}"
                 try:
-                    urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
-                    break
+                    if url is not None:
+                        urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
+                        break
                 except OSError:
-                    if server.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError(f"JupyterLab did not start; see {log}:\n{log.read_text()[-2000:]}")
-                    time.sleep(0.5)
+                    pass
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"JupyterLab did not start; see {log}:\n{log.read_text()[-2000:]}")
+                time.sleep(0.5)
             yield LabServer(url=url, token=token, log=log)
         finally:
             server.terminate()
