@@ -68,6 +68,33 @@ def test_page_counts_match_the_gradebook_and_markers(course):
     assert "exercise 7: check 2 of 3" in section  # a check's description, from the references file
 
 
+def test_an_extension_makes_a_late_submission_on_time(course, tmp_path):
+    """Lateness counts from the student's own due date, the assignment's plus the extension in the gradebook, as
+    nbgrader's ``SubmittedAssignment.total_seconds_late`` counts it (the oracle here)."""
+    from datetime import timedelta
+
+    from nbgrader.api import Gradebook
+
+    root = tmp_path / "extended"
+    shutil.copytree(course.root, root)
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        late = sorted((s for s in gb.find_assignment("01_nb").submissions if s.total_seconds_late > 0),
+                      key=lambda s: s.student.id)
+        assert len(late) >= 2, "the generated class needs two late submissions"
+        chosen, other = late[0], late[1]
+        chosen.extension = timedelta(seconds=chosen.total_seconds_late + 3600)
+        gb.db.commit()
+        still_late = sum(1 for s in gb.find_assignment("01_nb").submissions if s.total_seconds_late > 0)
+        student, hours = chosen.student.id, other.total_seconds_late / 3600
+        late_one = other.student.id
+    section = write_report(CourseDir(root)).read_text(encoding="utf-8").split(">01_nb</h2>")[1].split("<h2")[0]
+    assert f"<td>late</td><td>{still_late} (due" in section
+    page = write_report(CourseDir(root), student).read_text(encoding="utf-8")
+    assert "on time" in page.split("01_nb")[1].split("</tr>")[0]
+    page = write_report(CourseDir(root), late_one).read_text(encoding="utf-8")
+    assert f"late by {hours:.1f} h" in page
+
+
 def test_student_strings_are_escaped_and_images_have_alt_text(course):
     page = write_report(course).read_text(encoding="utf-8")
     assert HOSTILE not in page and "<script>" not in page

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from ..authoring.coursedir import CourseDir
 from .gradebook import FIELDS, Outcome
@@ -154,22 +154,23 @@ def load_class(course: CourseDir) -> ClassData:
     return ClassData(sorted(students), found)
 
 
-def _submissions(gb, name: str) -> tuple[dict[str, datetime | None], dict[str, float]]:
-    """student -> (timestamp, score) of each submission in the gradebook, by one light query (nbgrader's
-    ``submission_dicts`` computes every score kind with subqueries: minutes for 1,000 students).
-    A grade's score is nbgrader's: the manual score when there is one, else the automatic one, plus
-    extra credit."""
+def _submissions(gb, name: str) -> tuple[dict[str, tuple[datetime | None, timedelta | None]], dict[str, float]]:
+    """student -> (timestamp, extension) and student -> score of each submission in the gradebook, by one light
+    query (nbgrader's ``submission_dicts`` computes every score kind with subqueries: minutes for 1,000
+    students). A grade's score is nbgrader's: the manual score when there is one, else the automatic one,
+    plus extra credit."""
     from nbgrader.api import Assignment, Grade, SubmittedAssignment, SubmittedNotebook
     from sqlalchemy import func
 
     score = func.sum(func.coalesce(Grade.manual_score, Grade.auto_score, 0.0) + func.coalesce(Grade.extra_credit, 0.0))
-    rows = (gb.db.query(SubmittedAssignment.student_id, SubmittedAssignment.timestamp, score)
+    rows = (gb.db.query(SubmittedAssignment.student_id, SubmittedAssignment.timestamp, SubmittedAssignment.extension,
+                        score)
             .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
             .outerjoin(SubmittedNotebook, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
             .outerjoin(Grade, Grade.notebook_id == SubmittedNotebook.id)
             .filter(Assignment.name == name).group_by(SubmittedAssignment.id).all())
-    return ({student: _utc(stamp) for student, stamp, _ in rows},
-            {student: float(total) for student, _, total in rows if total is not None})
+    return ({student: (_utc(stamp), extension) for student, stamp, extension, _ in rows},
+            {student: float(total) for student, _, _, total in rows if total is not None})
 
 
 def _assignment(course: CourseDir, gb, assignment) -> AssignmentData:
@@ -186,8 +187,9 @@ def _assignment(course: CourseDir, gb, assignment) -> AssignmentData:
         if not marker:
             continue
         outcome = Outcome(**{k: v for k, v in marker.items() if k in FIELDS})
-        stamp = stamps.get(student)
-        late = None if due is None or stamp is None else max(0.0, (stamp - due).total_seconds())
+        stamp, extension = stamps.get(student, (None, None))
+        own = None if due is None else due + (extension or timedelta(0))  # as nbgrader's SubmittedAssignment.duedate
+        late = None if own is None or stamp is None else max(0.0, (stamp - own).total_seconds())
         score = scores.get(student, outcome.score)  # the gradebook's: a manual grade in formgrader wins
         submissions[student] = Submission(student, score, outcome.max_score, outcome.tests,
                                           outcome.problems, float(outcome.seconds or 0.0), late)
