@@ -191,6 +191,18 @@ def test_without_a_file_the_gradebook_keeps_what_nbgrader_wrote(course, tmp_path
     assert (rows["carl"]["late_submission_penalty"], rows["carl"]["score"]) == ("10.0", "0.0"), rows["carl"]
 
 
+def test_an_extension_for_a_student_the_course_lacks_is_said(course, tmp_path, capsys):
+    """A mistyped id gives nobody an extension: every command that reads the file says so (and still runs)."""
+    from grader.results.export import export_csv
+
+    semester_file(course, EXAMPLE + "\n[extensions.alcie]\n" + f'{A} = "2026-10-03T21:59:00Z"\n')
+    export_csv(course, tmp_path / "g.csv")
+    err = capsys.readouterr().err
+    assert "[extensions.alcie]" in err and "no student 'alcie'" in err
+    assert "'alice'" not in err  # alice is in the gradebook: not named
+    assert penalties(course)["carl"][1] == 2  # the rest of the file still applies
+
+
 def test_the_grade_table_shows_penalties_lateness_and_own_due_dates(course):
     from grader.results.gradebook import Outcome
     from grader.results.table import grade_table

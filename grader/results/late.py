@@ -10,12 +10,13 @@ and before each ``export``, so a changed semester file changes penalties and reg
 """
 from __future__ import annotations
 
+import sys
 from datetime import datetime, timezone
 
 from ..authoring.coursedir import CourseDir
 from ..authoring.semester import SEMESTER_FILE, Semester, late_penalty, load_semester, parse_stamp
 
-__all__ = ["apply_semester", "lateness", "semester_of", "sync"]
+__all__ = ["apply_semester", "lateness", "semester_of", "sync", "unknown_students"]
 
 
 def semester_of(course: CourseDir) -> Semester:
@@ -73,8 +74,19 @@ def sync(course: CourseDir) -> Semester:
     from ..authoring.config import load_config, nbgrader_api
 
     semester = semester_of(course)
+    known = set(course.students())
     if course.gradebook.is_file() and (course.root / SEMESTER_FILE).is_file():
         api = nbgrader_api(course.root.resolve())  # also puts alembic on PATH, which Gradebook may run
         with Gradebook(api.coursedir.db_url, load_config(course.root.resolve()).CourseDirectory.course_id) as gb:
             apply_semester(gb, semester)
+            known |= {student.id for student in gb.students}
+    for student in unknown_students(semester, known):
+        print(f"course-grader: warning: {SEMESTER_FILE} gives [extensions.{student}], but no student {student!r} "
+              "has submitted or is in the gradebook: check the id (it must match the submission's folder name)",
+              file=sys.stderr)
     return semester
+
+
+def unknown_students(semester: Semester, known: set[str]) -> list[str]:
+    """The students the semester's extensions name that are not in ``known``, sorted (a typo gives no extension)."""
+    return sorted({student for student, _ in semester.extensions} - known)
