@@ -19,11 +19,13 @@ from nbformat import NotebookNode
 
 __all__ = [
     "Exercise", "read_notebook", "write_notebook", "nbgrader_meta", "is_solution", "is_test",
-    "exercises", "exercise_titles", "is_manual", "is_task", "task_points", "CODE_STUB", "TEXT_STUB", "manual_points", "header_points",
+    "exercises", "exercise_titles", "is_manual", "is_task", "task_points", "CODE_STUB", "TEXT_STUB",
+    "manual_points", "header_points",
     "test_points", "structure_problems", "stub", "truncate",
     "solution_lines", "hidden_test_lines", "STUBBED_PREFIX", "stubbed_walkthrough", "cell_points", "is_support_file",
     "strip_hidden", "HIDDEN_NOTE", "HIDDEN_BEGIN", "HIDDEN_END", "SOLUTION_BEGIN",
-    "SOLUTION_END", "MARKERS", "without_hidden", "stub_source", "released_answer", "ends_with_expression", "asserts_only",
+    "SOLUTION_END", "MARKERS", "without_hidden", "stub_source", "released_answer", "ends_with_expression",
+    "asserts_only",
 ]
 
 HEADER_POINTS = re.compile(r"^\s*\**\s*Total points\s*:\s*\**\s*([0-9]+(?:\.[0-9]+)?)", re.M)
