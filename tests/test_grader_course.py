@@ -12,6 +12,7 @@ from classroom import FIXTURE as GOOD
 from classroom import released_course
 from grader.authoring.assembly import GraderError, build, check_root, release
 from grader.engine import course as nbs
+from grader.engine import variants
 from grader.engine.course import HIDDEN_NOTE, strip_hidden
 from grader.intake.collect import check_student_id, collect
 from grader.running.gate import leaks
@@ -62,7 +63,7 @@ def test_stub_clears_only_the_chosen_exercise_as_nbgrader_does():
 def test_truncate_keeps_cells_up_to_the_exercise():
     nb = nbs.read_notebook(GOOD)
     first = nbs.exercises(nb)[0]
-    assert nbs.truncate(nb, first.last_cell).cells[-1].metadata.nbgrader["grade_id"] == "test_scale"
+    assert variants.truncate(nb, first.last_cell).cells[-1].metadata.nbgrader["grade_id"] == "test_scale"
 
 
 def test_release_has_no_solutions_or_hidden_tests(released):
@@ -170,7 +171,7 @@ def test_student_lab_gets_released_copies_and_keeps_their_work(released, tmp_pat
 
 def test_stubbed_walkthrough_stubs_each_exercise_then_restores_it():
     """Gate (c) in one kernel: stub, renamed tests, then the real solution (tests not repeated)."""
-    walk = nbs.stubbed_walkthrough(nbs.read_notebook(GOOD))
+    walk = variants.stubbed_walkthrough(nbs.read_notebook(GOOD))
     kinds = [("test:" + nbs.nbgrader_meta(c)["grade_id"]) if nbs.is_test(c) else
              ("solution:" + nbs.nbgrader_meta(c)["grade_id"]) if nbs.is_solution(c) else
              ("stub" if "NotImplementedError" in c.source else "other") for c in walk.cells if c.cell_type == "code"]

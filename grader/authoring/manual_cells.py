@@ -19,6 +19,7 @@ from __future__ import annotations
 import nbformat
 
 from ..engine import course as nbs
+from ..engine.variants import solution_lines
 
 __all__ = ["manual_cell_problems"]
 
@@ -27,7 +28,7 @@ CODE_STUB_LINES = {*nbs.CODE_STUB.splitlines(), "raise NotImplementedError"}
 
 def _model_answer(cell) -> str:
     """The solution text: inside the solution markers when there are any, else the whole cell."""
-    return "\n".join(nbs.solution_lines(nbformat.v4.new_notebook(cells=[cell]))).strip()
+    return "\n".join(solution_lines(nbformat.v4.new_notebook(cells=[cell]))).strip()
 
 
 def _released_prompt(cell) -> str:

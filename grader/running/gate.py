@@ -41,6 +41,7 @@ from ..authoring.assembly import GraderError, build, release
 from ..authoring.graded_cells import graded_cell_problems, kernel_word_hint, who_decides
 from ..authoring.manual_cells import manual_cell_problems
 from ..engine import course as nbs
+from ..engine import variants
 from ..engine.execute import LEFT_AS_RELEASED
 from ..engine.shares import visible_apart
 from .jobs import Assignment, GradeJob, ReferenceJob, run_grade_job, run_reference_job
@@ -93,10 +94,10 @@ def leaks(source: nbs.NotebookNode, released: nbs.NotebookNode) -> list[str]:
             found.append(f"the marker {marker!r} is in the release")
     visible = {line.strip() for cell in nbs.stub(source).cells
                for line in nbs.strip_hidden(cell.source).splitlines()}
-    for line in dict.fromkeys(l.strip() for l in nbs.solution_lines(source) if _substantial(l)):
+    for line in dict.fromkeys(l.strip() for l in variants.solution_lines(source) if _substantial(l)):
         if line in released_lines:
             found.append(f"solution line in the release: {line[:100]!r}")
-    for line in dict.fromkeys(l.strip() for l in nbs.hidden_test_lines(source) if _substantial(l)):
+    for line in dict.fromkeys(l.strip() for l in variants.hidden_test_lines(source) if _substantial(l)):
         if line in released_lines and line not in visible:
             found.append(f"hidden test line in the release: {line[:100]!r}")
     for index, cell in enumerate(released.cells):
@@ -115,7 +116,7 @@ def _grade_job(plan: "_Plan", source: nbs.NotebookNode, submission: nbs.Notebook
     on purpose, and its stubbed test cells look up the references of the cells they copy."""
     if truncated:
         cells = dict(refs["cells"])
-        cells.update({nbs.STUBBED_PREFIX + gid: value for gid, value in refs["cells"].items()})
+        cells.update({variants.STUBBED_PREFIX + gid: value for gid, value in refs["cells"].items()})
         refs = dict(refs, cells=cells, source_sha256="")
     trusted = plan.assignment if source is plan.source else \
         Assignment(plan.assignment.name, nbformat.writes(source).encode("utf-8"), plan.assignment.support)
@@ -132,10 +133,10 @@ def _verdicts(result: dict) -> tuple[list[tuple], list[str]]:
 def _free_shares(plan: "_Plan", gid: str, test: tuple) -> str:
     """For a test with shares (partial credit) that earned points on a stub: which keys matched there,
     each a share given for nothing (" " + a sentence), else ""."""
-    expected = (plan.references or {}).get("cells", {}).get(gid.removeprefix(nbs.STUBBED_PREFIX), {})
+    expected = (plan.references or {}).get("cells", {}).get(gid.removeprefix(variants.STUBBED_PREFIX), {})
     free = [f"{key!r} ({ref.get('what') or 'no description'})" for key, ref in expected.items()
             if "points" in ref and key not in test[5]]
-    return (f" (key {', '.join(free)} of {gid.removeprefix(nbs.STUBBED_PREFIX)!r} matches on the stub: its share "
+    return (f" (key {', '.join(free)} of {gid.removeprefix(variants.STUBBED_PREFIX)!r} matches on the stub: its share "
             "is given for nothing; record a value that depends on the student's answer)") if free else ""
 
 
@@ -201,7 +202,7 @@ def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe:
                     allow_asserts: bool = False) -> list[GateReport]:
     """Run the gate on every notebook; ``progress(msg)`` is called as checks finish.
 
-    (c) runs by default in one kernel per notebook (:func:`grader.engine.course.stubbed_walkthrough`);
+    (c) runs by default in one kernel per notebook (:func:`grader.engine.variants.stubbed_walkthrough`);
     ``thorough`` runs one kernel per exercise instead, each on a copy cut after that exercise.
     Runs go to ``workers`` local processes, or to the Dask cluster at ``scheduler``.
     ``allow_asserts``: assert-only test cells pass (f) (their points rest on the kernel's word).
@@ -257,11 +258,11 @@ def _submit_variants(runner, plan: _Plan, refs: dict, limits, unsafe: bool, thor
     if (plan.files / "release.ipynb").exists():
         plan.jobs["b"] = submit(plan.source, nbs.read_notebook(plan.files / "release.ipynb"))
     if not thorough:  # (c) in one kernel: each exercise stubbed in turn, then restored
-        walk = nbs.stubbed_walkthrough(plan.source)
+        walk = variants.stubbed_walkthrough(plan.source)
         plan.jobs["c"] = submit(walk, walk, truncated=True)
         return
     for exercise in nbs.exercises(plan.source):
-        cut = nbs.truncate(plan.source, exercise.last_cell)
+        cut = variants.truncate(plan.source, exercise.last_cell)
         apart = nbformat.from_dict(dict(cut, cells=[c for cell in cut.cells for c in visible_apart(cell)]))
         plan.jobs[f"c:{exercise.name}"] = submit(apart, nbs.stub(cut, set(exercise.solution_ids)), truncated=True)
 
@@ -288,8 +289,8 @@ def _collect_variants(runner, plan: _Plan, say) -> None:
             plan.report.add("b", not earned, "; ".join(earned) or f"release scores 0/{sum(t[2] for t in tests):g}" + by_hand)
         elif name == "c":
             for exercise in exercises.values():
-                _add_c(plan.report, exercise, {gid.removeprefix(nbs.STUBBED_PREFIX): t for gid, t in by_id.items()
-                                               if gid.startswith(nbs.STUBBED_PREFIX)}, plan)
+                _add_c(plan.report, exercise, {gid.removeprefix(variants.STUBBED_PREFIX): t for gid, t in by_id.items()
+                                               if gid.startswith(variants.STUBBED_PREFIX)}, plan)
         else:
             _add_c(plan.report, exercises[name], by_id, plan)
         say(f"{plan.report.notebook.name}: {name} {'ok' if plan.report.checks[-1].ok else 'FAILED'}")
