@@ -106,6 +106,18 @@ def test_feedback_shows_verdicts_but_no_hidden_tests(course):
     assert "ERROR (0/3): A visible check failed (AssertionError)" in dan and "PASSED (2/2)" in dan
 
 
+def test_feedback_shows_the_late_penalty_of_the_semester_file_as_it_is_now(course):
+    """A due date long past, written after grading: the page shows nbgrader's late-penalty line and the score
+    less the penalty (10% a started day, at most 50% of 6 points, never more than the raw score)."""
+    root, _ = course
+    (root / "semester.toml").write_text(f'[assignments.{A}]\ndue = "2000-01-01T00:00:00Z"\n\n'
+                                        "[late]\npenalty_per_day = 0.1\nmax_penalty = 0.5\n", encoding="utf-8")
+    feedback(root, students=["Zoë Ñ", "eve"])
+    for student, penalty in (("Zoë Ñ", 3.0), ("eve", 2.0)):  # raw 6 -> 3; raw 2 -> capped at 2
+        page = (root / "feedback" / student / A / f"{A}.html").read_text(encoding="utf-8")
+        assert f"Late submission penalty (Score: -{penalty})" in page, student
+
+
 def test_export_writes_one_row_per_student(graded, tmp_path):
     root, _ = graded
     rows = list(csv.DictReader(export_csv(root, tmp_path / "grades.csv").open(encoding="utf-8")))

@@ -230,8 +230,10 @@ def feedback(root: Path, assignments: list[str] | None = None, students: list[st
 
     from ..authoring.config import nbgrader_api
     from .gradebook import outcomes
+    from .late import sync
 
     root = root.resolve()
+    sync(CourseDir(root))  # penalties from the semester file as it is now: nbgrader's page shows them
     imposed = Config()
     imposed.GenerateFeedback.preprocessors = feedback_preprocessors()  # even if nbgrader_config.py is older
     api = nbgrader_api(root, imposed)
