@@ -152,6 +152,28 @@ def test_feedback_says_awaiting_for_each_ungraded_answer(course):
     assert "Score: 0.0 / 3.0" not in page and MODEL_ANSWER not in page
 
 
+def test_the_class_report_leaves_answers_awaiting_out_of_the_scores(course):
+    """Both submissions await a hand grade: the score histogram has none of them (an ungraded answer is no 0);
+    once ann's answers are scored (as formgrader saves them), hers counts, with the instructor's points."""
+    from nbgrader.api import Gradebook
+
+    from grader.results.report import write_report
+
+    root, _ = course
+    page = write_report(CourseDir(root)).read_text(encoding="utf-8")
+    assert "<td>awaiting manual grading</td><td>2 (left out of the scores below until graded)</td>" in page
+    assert "Histogram of the scores of 0 graded submissions" in page
+    bob = write_report(CourseDir(root), "bob").read_text(encoding="utf-8")
+    assert "awaiting manual grading: why_new_list" in bob
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        gb.find_grade("why_new_list", A, A, "ann").manual_score = 2.5
+        gb.find_grade("own_example", A, A, "ann").manual_score = 1.0
+        gb.db.commit()
+    page = write_report(CourseDir(root)).read_text(encoding="utf-8")
+    assert "<td>awaiting manual grading</td><td>1 (left out" in page
+    assert "Histogram of the scores of 1 graded submissions of 01_manual, out of 6; median 5.5" in page
+
+
 # -- formgrader: the instructor's score ------------------------------------------------------------
 
 def _request(server, method: str, path: str, body: dict | None = None):

@@ -16,6 +16,7 @@ from html import escape
 from pathlib import Path
 
 from ..authoring.coursedir import CourseDir
+from .manual import AWAITING
 from .report_data import AssignmentData, ClassData, attempted, failed_keys, load_class
 from .report_figures import Figure, score_histogram, share_bars, time_boxes
 
@@ -74,7 +75,9 @@ def _summary(a: AssignmentData, students: list[str]) -> list[str]:
     times = sorted(s.seconds for s in graded if s.seconds)
     timing = (f"median {times[len(times) // 2]:.1f} s, longest {times[-1]:.1f} s, total {sum(times) / 60:.1f} min"
               if times else "not recorded (graded before grading times were stored)")
+    waiting = sum(1 for s in graded if s.awaiting)
     rows = [["submissions graded", str(len(graded))], ["missing (none, or unreadable)", str(missing)],
+            ["awaiting manual grading", f"{waiting} (left out of the scores below until graded)" if waiting else "0"],
             ["late", escape(late)], ["needing attention", str(len(attention))],
             ["grading time per submission", escape(timing)],
             ["reference run (the solution)", f"{a.reference_seconds:.1f} s" if a.reference_seconds else "-"]]
@@ -134,8 +137,9 @@ def _class_page(data: ClassData, course: CourseDir, folder: Path) -> str:
     for i, a in enumerate(data.assignments):
         body.append(f'<h2 id="a-{i}">{escape(a.name)}</h2>')
         body += _summary(a, data.students)
-        scores = [s.score for s in a.submissions.values() if not s.missing]
-        body.append(_img(score_histogram(scores, a.max_score or max(scores, default=1), a.name,
+        scores = [s.score for s in a.submissions.values() if not s.missing and not s.awaiting]
+        top = max((s.max_score for s in a.submissions.values()), default=0.0)  # hand-graded points included
+        body.append(_img(score_histogram(scores, top or a.max_score or max(scores, default=1), a.name,
                                          folder / "figures" / f"{a.name}-scores.png"), folder))
         body += _exercises(a, folder) + _problems(a)
     body.append('<h2 id="time">Grading time</h2>')
@@ -160,7 +164,8 @@ def _student_page(data: ClassData, student: str) -> str:
         late = "" if s.late_seconds is None else (f"late by {s.late_seconds / 3600:.1f} h" if s.late_seconds else "on time")
         tests = "<br>".join(f"<code>{escape(t['grade_id'])}</code> {escape(t['status'])}: {escape(t['reason'])}"
                             for t in s.tests)
-        rows.append([escape(a.name), f"{s.score:g}/{s.max_score:g}", escape("; ".join(filter(None, [late, *s.attention]))),
+        score = f"{s.score:g}/{s.max_score:g}" + (f" ({AWAITING}: {', '.join(s.awaiting)})" if s.awaiting else "")
+        rows.append([escape(a.name), escape(score), escape("; ".join(filter(None, [late, *s.attention]))),
                      tests])
     body.append(_table(["assignment", "score", "notes", "tests"], rows))
     return _page(f"Progress of {student}", body)

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta, timezone
 
 from ..authoring.coursedir import CourseDir
 from .gradebook import FIELDS, Outcome
+from .manual import awaiting, manual_scores
 from .table import ATTENTION, attempted
 
 __all__ = ["Check", "Test", "Submission", "AssignmentData", "ClassData", "load_class", "attempted",
@@ -52,6 +53,7 @@ class Submission:
     problems: list[str]
     seconds: float = 0.0             # grading time; 0: not measured (graded before it was stored)
     late_seconds: float | None = None  # None: the assignment has no due date
+    awaiting: list[str] = field(default_factory=list)  # grade ids of hand-graded answers not scored yet
 
     @property
     def missing(self) -> bool:
@@ -146,11 +148,12 @@ def load_class(course: CourseDir) -> ClassData:
 
         raise FileNotFoundError(f"{course.gradebook} does not exist: this folder was never released and "
                                 f"graded; run `{command('release', course.root)}`, `collect` and `autograde` first")
+    by_hand = manual_scores(course)
     with Gradebook(f"sqlite:///{course.gradebook}") as gb:
         students = {s.id for s in gb.students} | set(course.students())
         found = []
         for assignment in sorted(gb.assignments, key=lambda a: a.name):
-            found.append(_assignment(course, gb, assignment))
+            found.append(_assignment(course, gb, assignment, by_hand))
     return ClassData(sorted(students), found)
 
 
@@ -173,7 +176,7 @@ def _submissions(gb, name: str) -> tuple[dict[str, tuple[datetime | None, timede
             {student: float(total) for student, _, _, total in rows if total is not None})
 
 
-def _assignment(course: CourseDir, gb, assignment) -> AssignmentData:
+def _assignment(course: CourseDir, gb, assignment, by_hand: dict[tuple[str, str], dict[str, float]]) -> AssignmentData:
     name, due = assignment.name, _utc(assignment.duedate)
     checks, reference_seconds = _checks(course, name)
     described = _tests_from_source(course, name)
@@ -192,7 +195,8 @@ def _assignment(course: CourseDir, gb, assignment) -> AssignmentData:
         late = None if own is None or stamp is None else max(0.0, (stamp - own).total_seconds())
         score = scores.get(student, outcome.score)  # the gradebook's: a manual grade in formgrader wins
         submissions[student] = Submission(student, score, outcome.max_score, outcome.tests,
-                                          outcome.problems, float(outcome.seconds or 0.0), late)
+                                          outcome.problems, float(outcome.seconds or 0.0), late,
+                                          awaiting(outcome.tests, by_hand.get((student, name), {})))
     seen = list(described) or [t["grade_id"] for s in list(submissions.values())[:1] for t in s.tests]
     tests.sort(key=lambda t: (seen.index(t.grade_id) if t.grade_id in seen else len(seen), t.grade_id))
     return AssignmentData(name, due, tests, submissions, reference_seconds)
