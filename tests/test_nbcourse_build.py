@@ -91,6 +91,22 @@ def test_a_configured_header_that_is_missing_is_said(tmp_path, capsys):
     assert "names the notebook 'head.ipynb'" in said and str(course / "head.ipynb") in said, said
 
 
+def test_an_unlocked_task_cell_is_said(tmp_path, capsys):
+    """Stock nbgrader's autograde fails on a task cell that is not locked; build says which one (and builds)."""
+    course = tmp_path / "mine"
+    shutil.copytree(NBCOURSE, course)
+    integrals = course / "week1" / "integrals.ipynb"
+    nb = json.loads(integrals.read_text(encoding="utf-8"))
+    task = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("task"))
+    task["metadata"]["nbgrader"]["locked"] = False
+    integrals.write_text(json.dumps(nb), encoding="utf-8")
+    assert build(tmp_path / "course", course) == 0
+    said = capsys.readouterr().err
+    assert f"the task cell {task['metadata']['nbgrader']['grade_id']!r} is not locked" in said, said
+    assert "integrals.ipynb" in said and "sequences.ipynb" not in said
+    assert build(tmp_path / "again", NBCOURSE) == 0 and "not locked" not in capsys.readouterr().err
+
+
 def test_a_rebuild_drops_a_notebook_the_folder_no_longer_has(tmp_path):
     course = tmp_path / "mine"
     shutil.copytree(NBCOURSE, course)

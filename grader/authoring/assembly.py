@@ -17,7 +17,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from ..engine.course import is_support_file, nbgrader_meta, read_notebook
+from ..engine.course import is_support_file, is_task, nbgrader_meta, read_notebook
 from .config import CONFIG_NAME, configured_course_id, course_id_problem, nbgrader_api, write_config
 from .coursedir import CourseDir
 from .invocation import DEFAULT_ROOT, command
@@ -106,9 +106,22 @@ def _build_notebook(root: Path, notebook: Path) -> str:
 
 
 def _warn_without_cells(notebook: Path) -> None:
+    """Say on stderr what would grade differently than the author expects: no nbgrader cells at all, or an
+    nbgrader task cell that is not locked (stock nbgrader's autograde fails on its checksum)."""
     if not _has_nbgrader_cells(notebook):
         print(f"course-grader build: warning: {notebook} has no nbgrader cells: nothing in it is graded; create "
               "the assignment with nbgrader's Create Assignment panel in JupyterLab", file=sys.stderr)
+    for grade_id in _unlocked_tasks(notebook):
+        print(f"course-grader build: warning: {notebook}: the task cell {grade_id!r} is not locked; stock "
+              "nbgrader's autograde fails on it (lock it: Create Assignment marks a task read-only)", file=sys.stderr)
+
+
+def _unlocked_tasks(notebook: Path) -> list[str]:
+    try:
+        cells = read_notebook(notebook).cells
+    except Exception:  # noqa: BLE001 - unreadable: the gate and nbgrader say what is wrong with it
+        return []
+    return [nbgrader_meta(c).get("grade_id", "?") for c in cells if is_task(c) and not nbgrader_meta(c).get("locked")]
 
 
 def _nbgrader_layout(course: Path):
