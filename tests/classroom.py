@@ -121,3 +121,16 @@ def grade_rows(root: Path, assignment: str) -> dict[tuple[str, str, str], tuple[
     with Gradebook(f"sqlite:///{Path(root) / 'gradebook.db'}") as gb:
         return {(s.student.id, nb.name, g.name): (g.auto_score, bool(g.needs_manual_grade))
                 for s in gb.assignment_submissions(assignment) for nb in s.notebooks for g in nb.grades}
+
+
+def stock_course(stock: Path, assignment: Path, header: Path, course_id: str = "") -> Path:
+    """An nbgrader course root ``stock`` holding the folder ``assignment`` under ``source/`` and ``header`` as
+    its IncludeHeaderFooter header (optionally a course id), released by stock nbgrader's generate_assignment;
+    returns ``stock``."""
+    shutil.copytree(assignment, stock / "source" / assignment.name)
+    shutil.copyfile(header, stock / "source" / "header.ipynb")
+    config = "c = get_config()\n" + (f"c.CourseDirectory.course_id = {course_id!r}\n" if course_id else "")
+    (stock / "nbgrader_config.py").write_text(config + "c.IncludeHeaderFooter.header = 'source/header.ipynb'\n",
+                                              encoding="utf-8")
+    stock_nbgrader(stock, "generate_assignment", assignment.name, "--force")
+    return stock

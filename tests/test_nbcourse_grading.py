@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from classroom import grade_rows, stock_nbgrader
+from classroom import grade_rows, stock_course, stock_nbgrader
 from grader.authoring.coursedir import CourseDir
 from grader.cli import main
 from grader.engine import course as nbs
@@ -94,13 +94,7 @@ def graded(tmp_path_factory):
     write_class(CourseDir(root).release("week1"), base / "exchange" / "inbound", exchange=True)
     assert main(["collect", str(base / "exchange"), "--no-check-owner", "--root", str(root)]) == 0
     assert main(["autograde", "--root", str(root)]) == 0
-    stock = base / "stock"
-    shutil.copytree(NBCOURSE / "week1", stock / "source" / "week1")
-    shutil.copyfile(NBCOURSE / "header.ipynb", stock / "source" / "header.ipynb")
-    (stock / "nbgrader_config.py").write_text(
-        "c = get_config()\nc.CourseDirectory.course_id = 'numerics-101'\n"
-        "c.IncludeHeaderFooter.header = 'source/header.ipynb'\n", encoding="utf-8")
-    stock_nbgrader(stock, "generate_assignment", "week1", "--force")
+    stock = stock_course(base / "stock", NBCOURSE / "week1", NBCOURSE / "header.ipynb", "numerics-101")
     write_class(stock / "release" / "week1", stock / "submitted")
     stock_nbgrader(stock, "autograde", "week1", "--create")
     return root, stock

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from classroom import grade_rows, stock_nbgrader
+from classroom import grade_rows, stock_course, stock_nbgrader
 from grader.cli import main
 
 EXPECTED_AUTO = {"bitdiddle": 1.5, "hacker": 3.0, "hacker-archive": 3.0}  # stock nbgrader 0.9.6's scores
@@ -64,12 +64,7 @@ def graded(tmp_path_factory) -> tuple[Path, Path]:
     assert main(["release", "--root", str(root)]) == 0
     assert main(["collect", str(base / "inbox"), "--root", str(root)]) == 0
     assert main(["autograde", "--root", str(root)]) == 0
-    stock = base / "stock"
-    shutil.copytree(guide / "source" / "ps1", stock / "source" / "ps1")
-    shutil.copyfile(guide / "source" / "header.ipynb", stock / "source" / "header.ipynb")
-    (stock / "nbgrader_config.py").write_text(
-        "c = get_config()\nc.IncludeHeaderFooter.header = 'source/header.ipynb'\n", encoding="utf-8")
-    stock_nbgrader(stock, "generate_assignment", "ps1", "--force")
+    stock = stock_course(base / "stock", guide / "source" / "ps1", guide / "source" / "header.ipynb")
     write_students(guide, base / "stock-inbox")
     for folder in sorted((base / "stock-inbox").iterdir()):  # nbgrader's layout: submitted/<student>/ps1/<notebook>
         target = stock / "submitted" / folder.name / "ps1"
