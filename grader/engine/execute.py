@@ -23,7 +23,7 @@ from .course import (asserts_only, cell_points, is_manual, is_support_file, is_t
                      released_answer)
 from .failures import raised_in_answer, visible_message
 from .kernel import CellRun
-from .merge import Merged, Role, merge, read_submission
+from .merge import Merged, Role, merge, plain_text, read_submission
 from .notebook_run import RECORD_LIMITS, run_notebook, scrub_tainted
 from .references import References, sha256_of
 from .sandbox import Limits, SandboxUnavailable, sandbox_status
@@ -235,18 +235,13 @@ def unanswered_result(gid: str, points: float) -> TestResult:
 
 def _unchanged_answers(trusted: nbformat.NotebookNode, merged: Merged) -> set[str]:
     """Grade ids of hand-graded answers whose every merged copy is the released text of the answer."""
-    released = {nbgrader_meta(c).get("grade_id"): _plain(released_answer(c.source, c.cell_type))
+    released = {nbgrader_meta(c).get("grade_id"): plain_text(released_answer(c.source, c.cell_type))
                 for c in trusted.cells if is_manual(c)}
     copies: dict[str, list[str]] = {}
     for role, cell in zip(merged.roles, merged.notebook.cells):
         if role.kind == "answer" and role.grade_id in released:
-            copies.setdefault(role.grade_id, []).append(_plain(cell.source))
+            copies.setdefault(role.grade_id, []).append(plain_text(cell.source))
     return {gid for gid, texts in copies.items() if all(text == released[gid] for text in texts)}
-
-
-def _plain(text: str) -> str:
-    """Text compared without trailing spaces or blank lines around it."""
-    return "\n".join(line.rstrip() for line in text.strip().splitlines())
 
 
 def source_problems(merged: Merged) -> dict[int, list[str]]:

@@ -30,7 +30,7 @@ def stub(source: str, cell_type: str = "code") -> str:
         return stub_source(source)
     return TEXT_STUB if cell_type == "markdown" else CODE_STUB
 
-__all__ = ["Role", "Merged", "read_submission", "merge", "stub"]
+__all__ = ["Role", "Merged", "read_submission", "merge", "stub", "plain_text"]
 
 MAX_SUBMISSION_BYTES = 64 * 1024 * 1024
 MAX_CELLS = 5000  # a course notebook has about a hundred
@@ -56,10 +56,11 @@ def is_answer(cell) -> bool:
 
 def _release_text(cell) -> str:
     """What a locked/test cell looks like in the student's copy (hidden tests removed)."""
-    return _norm(without_hidden(cell.source))
+    return plain_text(without_hidden(cell.source))
 
 
-def _norm(text: str) -> str:
+def plain_text(text: str) -> str:
+    """Text as compared between a release and a submission: no trailing spaces, no blank lines around it."""
     return "\n".join(line.rstrip() for line in text.strip().splitlines())
 
 
@@ -129,7 +130,7 @@ def merge(source: nbformat.NotebookNode, cells: list[_Cell] | None) -> Merged:
             by_gid.setdefault(c.grade_id, []).append(j)
     texts: dict[str, list[int]] = {}
     for j, c in enumerate(cells):
-        texts.setdefault(_norm(c.source), []).append(j)
+        texts.setdefault(plain_text(c.source), []).append(j)
     for i, cell in enumerate(src):
         gid = nbgrader_meta(cell).get("grade_id", "")
         found = by_gid.get(gid, []) if gid else []
