@@ -8,6 +8,10 @@ partial run keeps the other sections. The header records date, machine and versi
 
     python benchmarks/run.py                 # all
     python benchmarks/run.py data_iter       # just bench_data_iter.py
+
+On a machine with a CUDA GPU every section is stored apart, as ``<!-- bench:NAME-gpu -->``, with the
+machine named in the section itself: a GPU run keeps the CPU sections (and the CPU header) as
+they are, and the other way round.
 """
 from __future__ import annotations
 
@@ -52,13 +56,15 @@ def load(name: str):
     return module
 
 
-def update_results(name: str, section: str, header: str) -> None:
+def update_results(name: str, section: str, header: str | None) -> None:
+    """Write ``section`` as block ``name``; ``header`` (None: keep it) replaces the machine line."""
     text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    machine = f"<!-- machine -->\n{header}\n<!-- /machine -->"
-    if "<!-- machine -->" in text:
-        text = re.sub(r"(?s)<!-- machine -->.*?<!-- /machine -->", lambda _: machine, text, count=1)
-    else:
-        text = text.replace("# Benchmark results\n", f"# Benchmark results\n\n{machine}\n", 1)
+    if header is not None:
+        machine = f"<!-- machine -->\n{header}\n<!-- /machine -->"
+        if "<!-- machine -->" in text:
+            text = re.sub(r"(?s)<!-- machine -->.*?<!-- /machine -->", lambda _: machine, text, count=1)
+        else:
+            text = text.replace("# Benchmark results\n", f"# Benchmark results\n\n{machine}\n", 1)
     block = f"<!-- bench:{name} -->\n{section.strip()}\n<!-- /bench:{name} -->"
     pattern = re.compile(rf"(?s)<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->")
     text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
@@ -89,13 +95,20 @@ def write_summary() -> str:
 def main(names: list[str]) -> None:
     sys.path.insert(0, str(HERE.parent))
     names = names or sorted(p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py"))
-    header = f"Latest run: {datetime.date.today().isoformat()} on {machine_description()}."
+    import torch
+
+    today = datetime.date.today().isoformat()
+    header = f"Latest run: {today} on {machine_description()}."
+    on_gpu = torch.cuda.is_available()
     print(header)
     for name in names:
         print(f"\n== {name} ==", flush=True)
         section = load(name).main()
         print(section, flush=True)
-        update_results(name, f"{section.strip()}\n\n_Measured {datetime.date.today().isoformat()}._", header)
+        if on_gpu:
+            update_results(f"{name}-gpu", f"{section.strip()}\n\n_Measured {today} on {machine_description()}._", None)
+        else:
+            update_results(name, f"{section.strip()}\n\n_Measured {today}._", header)
     print("\n== summary (all sections of RESULTS.md) ==\n" + write_summary())
     print(f"\nwrote {RESULTS.relative_to(HERE.parent)}")
 

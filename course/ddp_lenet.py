@@ -6,8 +6,9 @@ torchrun starts ``--nproc-per-node`` copies of this script and gives each one it
 environment variables: RANK (0 .. WORLD_SIZE-1 over all machines), LOCAL_RANK (its index on this
 machine), WORLD_SIZE, and MASTER_ADDR/MASTER_PORT (where the processes meet). Each process:
 
-1. joins the process group: NCCL when every local process has a CUDA GPU of its own, else gloo
-   with the model on the CPU (CPU "replicas" teach the same algorithm on any laptop);
+1. joins the process group: NCCL when every local process has a CUDA GPU of its own; gloo when
+   processes share fewer GPUs (NCCL refuses two ranks on one GPU) or when there is none, with the
+   model on the CPU (CPU "replicas" teach the same algorithm on any laptop);
 2. builds the same LeNet from the same seed, wrapped in DDP (which also broadcasts rank 0's
    weights, so every replica starts identical);
 3. reads only its own share of each epoch, chosen by a DistributedSampler (on a GPU in pinned
@@ -68,10 +69,23 @@ def init_lenet(activation: str, pool: str, seed: int) -> nn.Module:
     return net
 
 
-def choose_device_and_backend(local_rank: int, local_world_size: int) -> tuple[torch.device, str]:
-    """cuda:<local_rank> with NCCL if every local process has its own GPU, else CPU with gloo."""
-    if torch.cuda.is_available() and torch.cuda.device_count() >= local_world_size:
+def choose_device_and_backend(local_rank: int, local_world_size: int,
+                              gpu_count: int | None = None) -> tuple[torch.device, str]:
+    """Where this process trains and how the processes talk (``gpu_count``: visible CUDA GPUs,
+    asked of torch when None):
+
+    - every local process has a GPU of its own: ``cuda:<local_rank>`` with NCCL;
+    - fewer GPUs than processes: the processes share them in turn (``cuda:<local_rank % gpus>``)
+      with gloo, since NCCL refuses two ranks on one GPU; gloo all-reduces CUDA tensors too, through
+      host memory, so this runs the algorithm on a GPU but says nothing about NCCL's speed;
+    - no GPU: the CPU with gloo.
+    """
+    if gpu_count is None:
+        gpu_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if gpu_count >= local_world_size:
         return torch.device("cuda", local_rank), "nccl"
+    if gpu_count > 0:
+        return torch.device("cuda", local_rank % gpu_count), "gloo"
     return torch.device("cpu"), "gloo"
 
 
@@ -126,9 +140,9 @@ def main(argv=None) -> dict | None:
     device, backend = choose_device_and_backend(local_rank, local_world_size)
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    # With a GPU, name it: NCCL then creates its communicator for that device at once (a broken setup
-    # fails here, not at the first collective). Gloo on the CPU has no device to bind.
-    dist.init_process_group(backend=backend, device_id=device if device.type == "cuda" else None)
+    # With NCCL, name the GPU: NCCL then creates its communicator for that device at once (a broken
+    # setup fails here, not at the first collective). Gloo binds no device.
+    dist.init_process_group(backend=backend, device_id=device if backend == "nccl" else None)
     log = print if rank == 0 else (lambda *a, **k: None)
     try:
         # Only rank 0 says what it loaded; every rank reads the same files.

@@ -161,8 +161,7 @@ def cmd_demo(args) -> int:
 
     root = Path("build/demo") if args.root == DEFAULT_ROOT else args.root
     return run_demo(root, workers=args.workers, unsafe=args.unsafe, limits=_limits(args, course=False),
-                    everything=args.all,
-                    course=args.course)
+                    everything=args.all, only=args.assignment, course=args.course)
 
 
 def cmd_report(args) -> int:
@@ -274,6 +273,8 @@ def parser() -> argparse.ArgumentParser:
     grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)))
     p = subcommand("demo", cmd_demo, "build, release, grade the bundled example class, write feedback and CSV")
     p.add_argument("--all", action="store_true", help="every notebook (default: the first two, a few minutes)")
+    p.add_argument("--assignment", action="append", default=None, metavar="NAME",
+                   help="only this notebook of the example class (repeatable), e.g. 04_gpu on a GPU machine")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
     grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)), cluster=False)
     p = subcommand("report", cmd_report, "the class report: HTML page and figures in ROOT/report/ (grades unchanged)")

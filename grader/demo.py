@@ -21,7 +21,7 @@ from pathlib import Path
 
 from d2lite import unattended
 
-from .authoring.assembly import build, release
+from .authoring.assembly import GraderError, build, release
 from .authoring.coursedir import CourseDir
 from .engine import course as nbs
 
@@ -70,8 +70,9 @@ def example_class(root: Path, inbox: Path, names: list[str]) -> list[str]:
 
 
 def run_demo(root: Path, *, workers: int = 2, unsafe: bool = False, limits=None, everything: bool = False,
-             course: Path | None = None) -> int:
-    """Build, release, collect the example class, autograde, feedback, export; print where it all is."""
+             only: list[str] | None = None, course: Path | None = None) -> int:
+    """Build, release, collect the example class, autograde, feedback, export; print where it all is.
+    ``only`` names the notebooks to grade (default: the first two, or every one with ``everything``)."""
     from .intake.collect import collect
     from .results.export import export_csv
     from .results.feedback import feedback
@@ -83,7 +84,11 @@ def run_demo(root: Path, *, workers: int = 2, unsafe: bool = False, limits=None,
     if root.exists():
         shutil.rmtree(root)
     names = build(root, course)
-    chosen = names if everything else names[:2]
+    unknown = sorted(set(only or ()) - set(names))
+    if unknown:
+        raise GraderError(f"demo --assignment: no notebook named {', '.join(unknown)} in the course; "
+                          f"choose from {', '.join(names)}")
+    chosen = [n for n in names if n in only] if only else names if everything else names[:2]
     release(root, chosen)
     print(f"[{time.monotonic() - start:5.0f} s] built and released {', '.join(chosen)} in {root}/")
     inbox = root / "inbox"

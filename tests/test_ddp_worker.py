@@ -110,3 +110,17 @@ def test_batches_are_pinned_for_a_gpu_and_copied_without_blocking(monkeypatch):
     acc = worker.accuracy(d2lite.lenet(), batches, torch.device("cpu"))
     assert 0 <= acc <= 1
     assert CopySpy.flags == [True] * 6, "X and y of every batch are copied with non_blocking=True"
+
+
+@pytest.mark.parametrize("gpus, nproc, expected", [
+    (2, 2, [("cuda:0", "nccl"), ("cuda:1", "nccl")]),   # a GPU each: NCCL
+    (4, 2, [("cuda:0", "nccl"), ("cuda:1", "nccl")]),
+    (1, 2, [("cuda:0", "gloo"), ("cuda:0", "gloo")]),   # NCCL refuses two ranks on one GPU
+    (2, 3, [("cuda:0", "gloo"), ("cuda:1", "gloo"), ("cuda:0", "gloo")]),
+    (0, 2, [("cpu", "gloo"), ("cpu", "gloo")]),
+])
+def test_processes_share_fewer_gpus_with_gloo(gpus, nproc, expected):
+    """Each local process trains on a GPU when there is one; NCCL only when no two share one."""
+    worker = load_worker()
+    chosen = [worker.choose_device_and_backend(rank, nproc, gpu_count=gpus) for rank in range(nproc)]
+    assert [(str(device), backend) for device, backend in chosen] == expected
