@@ -90,7 +90,7 @@ SNIPPET = textwrap.dedent(
         d2l.sgd(param, 0.2, X.shape[0])
     # The same step on one replica with the whole batch:
     single = d2l.get_params(params, devices[0])
-    loss(d2l.lenet_functional(X, single), y).sum().backward()
+    loss(d2l.lenet_functional(X.to(devices[0]), single), y.to(devices[0])).sum().backward()
     d2l.sgd(single, 0.2, X.shape[0])
     for replica in device_params:
         for p, q in zip(replica, single):

@@ -117,6 +117,10 @@ def kernel_env(workdir: Path | None, *, sandboxed: bool) -> dict[str, str]:
     env = {
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
         "HOME": str(workdir) if workdir else "/tmp",
+        # The kernel's uid has no passwd entry: without these, getpass.getuser() raises KeyError,
+        # and libraries that name caches after the user (torch's compilers) fail on import.
+        "USER": "student",
+        "LOGNAME": "student",
         "TMPDIR": tmp,
         "IPYTHONDIR": f"{tmp}/ipython",
         "MPLCONFIGDIR": str(mpl_config_dir(workdir)) if workdir else f"{tmp}/matplotlib",
