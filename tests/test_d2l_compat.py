@@ -10,6 +10,7 @@ import sys
 import textwrap
 
 import pytest
+import torch
 
 SNIPPET = textwrap.dedent(
     """
@@ -108,7 +109,8 @@ def test_d2l_style_code_runs_with_d2lite(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     assert "epoch 3, loss" in out
-    assert "training on cpu" in out and "examples/sec on cpu" in out
+    device = "cuda:0" if torch.cuda.is_available() else "cpu"    # what d2l.try_gpu() picks (a GPU machine too)
+    assert f"training on {device}" in out and f"examples/sec on {device}" in out
     assert "Linear output shape: \t torch.Size([1, 10])" in out
     assert "data-parallel step equals the single-device step" in out
     assert (tmp_path / "curves.png").stat().st_size > 0

@@ -206,3 +206,32 @@ def test_a_fresh_kernel_reads_the_graders_font_list_instead_of_scanning_fonts(tm
                     "import matplotlib.font_manager as fm\nprint(len(fm.fontManager.ttflist) > 0)")
     assert run.status == "ok" and text(run).split()[-1] == "True", text(run)
     assert "generated new fontManager" not in text(run)
+
+
+@pytest.mark.required_in_ci(AS_ROOT)
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a root grader gives kernels a uid of their own")
+def test_a_kernel_without_a_passwd_entry_can_still_name_its_user(kernel):
+    """torch's compilers name their caches after getpass.getuser(); torch 2.11 failed to import
+    torch._dynamo in the sandbox (KeyError from pwd) before the kernel had USER set."""
+    run = kernel.run("import getpass, os\nprint(getpass.getuser(), os.getuid() != 0)")
+    assert text(run).split() == ["student", "True"], run.error
+
+
+def _arguments(monkeypatch, *, memory_in_cgroup: bool, gpus: list[str]) -> list[str]:
+    from grader.engine import sandbox
+
+    monkeypatch.setattr(sandbox, "gpu_devices", lambda: gpus)
+    return sandbox.kernel_command(["python3"], workdir=Path("/tmp"), sockdir=None, limits=SMALL,
+                                  unsafe=False, memory_in_cgroup=memory_in_cgroup)
+
+
+def test_a_gpu_reaches_the_kernel_only_when_a_memory_cgroup_replaces_the_address_space_limit(monkeypatch):
+    """CUDA cannot initialise under RLIMIT_AS (seen on an H100: cudaGetDeviceCount() 'out of
+    memory', so torch saw no GPU), so the GPU comes with a cgroup's memory bound instead."""
+    with_cgroup = _arguments(monkeypatch, memory_in_cgroup=True, gpus=["/dev/nvidia0", "/dev/nvidiactl"])
+    assert "--dev-bind" in with_cgroup and with_cgroup[with_cgroup.index("--dev-bind") + 1] == "/dev/nvidia0"
+    assert not any(a.startswith("--as=") for a in with_cgroup)
+    without_cgroup = _arguments(monkeypatch, memory_in_cgroup=False, gpus=["/dev/nvidia0"])
+    assert "/dev/nvidia0" not in without_cgroup and f"--as={SMALL.memory_mb * 1024 * 1024}" in without_cgroup
+    no_gpu = _arguments(monkeypatch, memory_in_cgroup=True, gpus=[])
+    assert "--dev-bind" not in no_gpu and f"--as={SMALL.memory_mb * 1024 * 1024}" in no_gpu

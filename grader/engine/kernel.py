@@ -132,7 +132,8 @@ class Kernel:
             self.group = KernelGroup.create(self.limits, kernel_cores(self.limits.cpu_cores))
         join = self.group.wrap if self.group is not None else list
         km.wrap = lambda argv: join(kernel_command(argv, workdir=self.workdir, sockdir=sockdir,
-                                                   limits=self.limits, unsafe=not self.sandboxed, env=kernel_vars))
+                                                   limits=self.limits, unsafe=not self.sandboxed, env=kernel_vars,
+                                                   memory_in_cgroup=self.group is not None))
         km.write_connection_file()
         if self.sandboxed:  # bwrap --clearenv: the variables travel as --setenv arguments
             hand_over(sockdir)

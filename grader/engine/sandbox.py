@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .cgroups import cgroup_support
 
-__all__ = ["Limits", "SandboxUnavailable", "sandbox_status", "kernel_command", "kernel_uid", "new_folder",
+__all__ = ["Limits", "SandboxUnavailable", "sandbox_status", "kernel_command", "kernel_uid", "gpu_devices", "new_folder",
            "copy_new", "hand_over", "seed_font_list"]
 
 # Environment variables passed from the grader to the kernel (nothing else is: no secrets,
@@ -95,14 +95,28 @@ def sandbox_status() -> tuple[bool, str]:
     return _probe()
 
 
-def _rlimits(limits: Limits, *, own_uid: bool) -> list[str]:
+def _rlimits(limits: Limits, *, own_uid: bool, address_space: bool = True) -> list[str]:
     """prlimit arguments. RLIMIT_NPROC counts every process of the uid, so it is only set when
-    the kernel has a uid of its own (otherwise a user's browser threads would count too)."""
+    the kernel has a uid of its own (otherwise a user's browser threads would count too).
+    ``address_space`` False leaves RLIMIT_AS unset: for kernels that use a GPU (see :func:`gpu_devices`)."""
     mb = 1024 * 1024
     cpu = int(limits.cpu_seconds)
     nproc = [f"--nproc={limits.max_processes}"] if own_uid else []
-    return ["prlimit", f"--as={limits.memory_mb * mb}", f"--cpu={cpu}:{cpu + 5}", *nproc,
+    memory = [f"--as={limits.memory_mb * mb}"] if address_space else []
+    return ["prlimit", *memory, f"--cpu={cpu}:{cpu + 5}", *nproc,
             f"--fsize={limits.max_file_mb * mb}", "--core=0", "--nofile=1024", "--"]
+
+
+def gpu_devices() -> list[str]:
+    """This machine's GPU device files (NVIDIA's ``/dev/nvidia*``; ``/dev/dri`` for others).
+
+    CUDA cannot start under an address-space limit: its initialisation reserves far more virtual
+    memory than any sensible RLIMIT_AS (on an H100, ``cudaGetDeviceCount()`` failed with "out of
+    memory" under the default 6 GiB limit, and torch then reported no GPU). So a kernel that gets
+    the GPU gets no RLIMIT_AS, and a sandboxed kernel gets the GPU only where a memory control
+    group bounds it instead; elsewhere it keeps RLIMIT_AS and runs on the CPU.
+    """
+    return sorted(glob.glob("/dev/nvidia*")) + (["/dev/dri"] if Path("/dev/dri").exists() else [])
 
 
 def mpl_config_dir(workdir: Path) -> Path:
@@ -188,10 +202,14 @@ def _parents(paths: list[Path]) -> list[str]:
 
 
 def kernel_command(argv: list[str], *, workdir: Path | None, sockdir: Path | None,
-                   limits: Limits, unsafe: bool, env: dict[str, str] | None = None) -> list[str]:
-    """The command line that runs ``argv`` (a Python kernel) isolated, or just rate-limited."""
+                   limits: Limits, unsafe: bool, env: dict[str, str] | None = None,
+                   memory_in_cgroup: bool = False) -> list[str]:
+    """The command line that runs ``argv`` (a Python kernel) isolated, or just rate-limited.
+    ``memory_in_cgroup``: a control group bounds the kernel's memory, so a GPU may be passed in
+    without RLIMIT_AS (:func:`gpu_devices`)."""
     if unsafe:  # e.g. a student's own machine: limits where prlimit exists (not on macOS)
-        return (_rlimits(limits, own_uid=False) if shutil.which("prlimit") else []) + argv
+        limited = _rlimits(limits, own_uid=False, address_space=not gpu_devices())
+        return (limited if shutil.which("prlimit") else []) + argv
     ro = _ro_dirs()
     rw = [Path(p).resolve() for p in (workdir, sockdir) if p is not None]
     cmd = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
@@ -212,7 +230,7 @@ def kernel_command(argv: list[str], *, workdir: Path | None, sockdir: Path | Non
             cmd += ["--symlink", os.readlink(root), root]
     for d in rw:
         cmd += ["--bind", str(d), str(d)]
-    gpus = sorted(glob.glob("/dev/nvidia*")) + (["/dev/dri"] if Path("/dev/dri").exists() else [])
+    gpus = gpu_devices() if memory_in_cgroup else []
     for dev in gpus:  # GPU machines: the course's GPU notebooks need the devices and /sys
         cmd += ["--dev-bind", dev, dev]
     if gpus:
@@ -223,7 +241,7 @@ def kernel_command(argv: list[str], *, workdir: Path | None, sockdir: Path | Non
     if uid is not None:
         cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
                 "--inh-caps=-all", "--bounding-set=-all", "--"]
-    return cmd + _rlimits(limits, own_uid=uid is not None) + argv
+    return cmd + _rlimits(limits, own_uid=uid is not None, address_space=not gpus) + argv
 
 
 def hand_over(path: Path) -> None:
