@@ -235,3 +235,12 @@ def test_a_gpu_reaches_the_kernel_only_when_a_memory_cgroup_replaces_the_address
     assert "/dev/nvidia0" not in without_cgroup and f"--as={SMALL.memory_mb * 1024 * 1024}" in without_cgroup
     no_gpu = _arguments(monkeypatch, memory_in_cgroup=True, gpus=[])
     assert "--dev-bind" not in no_gpu and f"--as={SMALL.memory_mb * 1024 * 1024}" in no_gpu
+
+
+def test_the_instructors_choice_of_gpu_reaches_the_kernel_and_secrets_do_not(monkeypatch, tmp_path):
+    from grader.engine.sandbox import kernel_env
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    monkeypatch.setenv("INSTRUCTOR_SECRET", "s3cret")
+    env = kernel_env(tmp_path, sandboxed=True)
+    assert env["CUDA_VISIBLE_DEVICES"] == "1" and "INSTRUCTOR_SECRET" not in env

@@ -32,7 +32,8 @@ __all__ = ["Limits", "SandboxUnavailable", "sandbox_status", "kernel_command", "
 # Environment variables passed from the grader to the kernel (nothing else is: no secrets,
 # no NBGRADER_* variables, no paths to the instructor's folders).
 PASSED_ENV_PREFIXES = ("D2LITE_",)
-PASSED_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "LANG", "LC_ALL", "TZ")
+PASSED_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "LANG", "LC_ALL", "TZ",
+              "CUDA_VISIBLE_DEVICES")  # which GPUs the instructor grades on
 UID_BASE = 61000  # kernels run as UID_BASE + (grader pid % UID_SPAN) when the grader is root
 UID_SPAN = 3000
 
