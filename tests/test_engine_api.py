@@ -110,6 +110,20 @@ def test_reference_run_fails_loudly_on_a_broken_test(tmp_path, damage, words):
     assert "shout_test" in str(err.value)
 
 
+def test_a_failing_reference_run_names_the_set_up_cell_that_failed_first(tmp_path):
+    """The test cell fails with a NameError because an earlier cell never defined the name: the
+    message names that earlier cell and its own error, which is what the instructor must fix."""
+    nb = nbformat.read(str(PLAIN), as_version=4)
+    first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+    nb.cells[first].source = "import no_such_module_in_the_course\n" + nb.cells[first].source
+    source = write(nb, tmp_path / "broken_import.ipynb")
+    with pytest.raises(ReferenceRunError) as err:
+        run_reference(source, workdir=tmp_path / "ref", limits=Limits(cell_timeout_s=30))
+    message = str(err.value)
+    assert f"the first cell that failed is cell {first + 1}, 'import no_such_module_in_the_course'" in message
+    assert "ModuleNotFoundError" in message
+
+
 def test_refuses_to_run_unsandboxed_unless_asked(monkeypatch, tmp_path, run):
     monkeypatch.setattr(execute, "sandbox_status", lambda: (False, "bwrap is missing"))
     refs = References.load(run[1][PLAIN])

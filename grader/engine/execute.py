@@ -100,6 +100,18 @@ def _support_files(source: Path) -> tuple[Path, ...]:
     return tuple(p for p in sorted(Path(source).resolve().parent.iterdir()) if is_support_file(p))
 
 
+def _first_failure(nb, runs: dict[int, CellRun], upto: int) -> str:
+    """The earliest code cell before cell ``upto`` that did not run cleanly, in words ("cell 4,
+    'import torch._dynamo', error: KeyError: ..."), or "" when the failing test cell is the first:
+    a failed import or set-up cell is the cause an instructor needs, not the NameError it leaves."""
+    for i in range(upto):
+        run = runs.get(i)
+        if run is not None and run.status not in ("ok", "not run"):
+            line = next((text.strip() for text in nb.cells[i].source.splitlines() if text.strip()), "")
+            return f"cell {i + 1}, {line[:60]!r}, {run.status}: {run.error or 'see the notebook'}"
+    return ""
+
+
 def run_reference(source: Path, *, workdir: Path, limits: Limits = Limits(),
                   unsafe: bool = False) -> References:
     """Execute the instructor's source notebook and keep what each graded test cell recorded."""
@@ -118,8 +130,10 @@ def run_reference(source: Path, *, workdir: Path, limits: Limits = Limits(),
         run = runs.get(i) or CellRun("not run")
         where = f"{Path(source).name}: graded test cell {role.grade_id!r}"
         if run.status != "ok":
+            first = _first_failure(nb, runs, i)
+            cause = f"; the first cell that failed is {first}" if first else ""
             raise ReferenceRunError(f"{where} did not pass with the solution ({run.status}: "
-                                    f"{run.error or 'see the notebook'}); fix the notebook")
+                                    f"{run.error or 'see the notebook'}){cause}; fix the notebook")
         if None in run.records:
             raise ReferenceRunError(f"{where} recorded values over the grader's size limit "
                                     f"({RECORD_LIMITS}); record smaller values")
