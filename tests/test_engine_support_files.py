@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from grader.authoring.assembly import build, support_files
@@ -54,3 +55,34 @@ def test_the_kernel_gets_the_trusted_copy_of_support_files(tmp_path):
     nbformat.write(submitted, student / "support.ipynb")
     result = grade(source, student / "support.ipynb", refs, workdir=tmp_path / "work")
     assert result.tests["test_answer"].status == "passed", result.tests
+
+
+def test_files_in_sub_folders_reach_every_kernel_in_the_same_places(tmp_path):
+    """nbgrader courses keep data beside the notebooks in folders (``mini-dataset/*.png``): the
+    reference and the grading kernels find them at the same relative paths, through a job too."""
+    from grader.running.jobs import Assignment
+
+    source = source_notebook(tmp_path / "course")
+    (tmp_path / "course" / "data" / "deeper").mkdir(parents=True)
+    (tmp_path / "course" / "data" / "deeper" / "values.txt").write_text("3 4 5")
+    (tmp_path / "course" / "__pycache__").mkdir()
+    (tmp_path / "course" / "__pycache__" / "helper.cpython-311.pyc").write_bytes(b"not shipped")
+    nb = nbformat.read(source, 4)
+    nb.cells[2].source += "\nrecord('data', open('data/deeper/values.txt').read())"
+    nbformat.write(nb, source)
+    job = Assignment.from_source(source)
+    assert [name for name, _ in job.support] == ["data/deeper/values.txt", "helper.py", "unrelated.py"]
+    trusted = job.write(tmp_path / "job")                     # where a worker would put it
+    refs = run_reference(trusted, workdir=tmp_path / "ref")
+    assert refs.cells["test_answer"]["data"]["value"] == {"str": "3 4 5"}
+    result = grade(trusted, trusted, refs, workdir=tmp_path / "work")
+    assert result.tests["test_answer"].status == "passed", result.tests
+
+
+@pytest.mark.parametrize("name", ["../outside.txt", "/etc/passwd", "data/../../x", ""])
+def test_a_job_refuses_support_file_names_that_leave_its_folder(tmp_path, name):
+    from grader.running.jobs import Assignment
+
+    with pytest.raises(ValueError, match="not a relative file name"):
+        Assignment("a.ipynb", b"{}", ((name, b"x"),)).write(tmp_path / "job")
+    assert not (tmp_path / "outside.txt").exists()

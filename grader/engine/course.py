@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import ast
 import copy
+import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import nbformat
 from nbformat import NotebookNode
@@ -21,6 +22,7 @@ __all__ = [
     "Exercise", "read_notebook", "write_notebook", "nbgrader_meta", "is_solution", "is_test", "exercises",
     "exercise_titles", "is_manual", "is_task", "task_points", "CODE_STUB", "TEXT_STUB", "manual_points",
     "header_points", "test_points", "structure_problems", "stub", "cell_points", "is_support_file",
+    "support_files_under", "safe_relative_name",
     "strip_hidden", "HIDDEN_NOTE", "HIDDEN_BEGIN", "HIDDEN_END", "SOLUTION_BEGIN", "SOLUTION_END", "MARKERS",
     "without_hidden", "stub_source", "released_answer", "ends_with_expression", "asserts_only",
 ]
@@ -163,6 +165,34 @@ def is_support_file(path: Path) -> bool:
     """Whether ``path`` can ship with an assignment: a plain file (no link), not a notebook, not hidden."""
     path = Path(path)
     return path.is_file() and not path.is_symlink() and path.suffix != ".ipynb" and not path.name.startswith(".")
+
+
+SKIPPED_FOLDERS = ("__pycache__",)  # besides hidden ones (.ipynb_checkpoints, .git)
+
+
+def support_files_under(folder: Path) -> list[str]:
+    """The files that ship with the notebooks of ``folder``: every support file
+    (:func:`is_support_file`) in it and in its sub-folders (``mini-dataset/cat.png``), as sorted
+    POSIX paths relative to ``folder``. No link is followed, hidden and ``__pycache__`` folders are
+    skipped: each kernel gets these files in the same places beside its notebook."""
+    folder = Path(folder)
+    found = []
+    for root, dirs, files in os.walk(folder):  # os.walk follows no folder link by default
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_FOLDERS)
+        for name in files:
+            path = Path(root) / name
+            if is_support_file(path):
+                found.append(path.relative_to(folder).as_posix())
+    return sorted(found)
+
+
+def safe_relative_name(name: str) -> PurePosixPath:
+    """``name`` as a relative path that stays inside the folder it is written to; ValueError for
+    an absolute path, ``..``, or an empty name (a job's support file names travel over the network)."""
+    path = PurePosixPath(name)
+    if not name or path.is_absolute() or any(part in ("..", "") for part in path.parts) or "\\" in name:
+        raise ValueError(f"not a relative file name inside the assignment: {name!r}")
+    return path
 
 
 def header_points(nb: NotebookNode) -> float | None:

@@ -19,8 +19,8 @@ from pathlib import Path
 import nbformat
 
 from .answer_rules import source_reason, test_cell_problems
-from .course import (asserts_only, cell_points, is_manual, is_support_file, is_task, is_test, nbgrader_meta,
-                     released_answer)
+from .course import (asserts_only, cell_points, is_manual, is_task, is_test, nbgrader_meta, released_answer,
+                     support_files_under)
 from .failures import raised_in_answer, visible_message
 from .kernel import CellRun
 from .merge import Merged, Role, merge, plain_text, read_submission
@@ -93,11 +93,13 @@ def _check_workdir(source: Path, workdir: Path) -> None:
                          "run an empty scratch folder of its own")
 
 
-def _support_files(source: Path) -> tuple[Path, ...]:
-    """The files that ship with the assignment (non-notebook files next to the trusted source, e.g.
-    ``ddp_lenet.py`` beside ``05_multigpu.ipynb``): every kernel gets fresh copies of them in its
+def _support_files(source: Path) -> tuple[tuple[str, Path], ...]:
+    """The files that ship with the assignment (non-notebook files beside the trusted source and in
+    its sub-folders, e.g. ``ddp_lenet.py`` beside ``05_multigpu.ipynb``, ``mini-dataset/cat.png``),
+    as (relative name, path): every kernel gets fresh copies of them in the same places in its
     working folder. A student's own copies of them are never used."""
-    return tuple(p for p in sorted(Path(source).resolve().parent.iterdir()) if is_support_file(p))
+    folder = Path(source).resolve().parent
+    return tuple((name, folder / name) for name in support_files_under(folder))
 
 
 def _first_failure(nb, runs: dict[int, CellRun], upto: int) -> str:

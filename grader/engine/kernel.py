@@ -31,6 +31,7 @@ from d2lite import unattended
 from ..record import MIME_TYPE
 from .cgroups import KernelGroup, kernel_cores
 from .cleanup import owned_folder, remove_tree
+from .course import safe_relative_name
 from .messages import MAX_MESSAGE_BYTES, BudgetSpent, MessageBudget, receive, socket_options
 from .outputs import OutputSink, output
 from .sandbox import Limits, copy_new, hand_over, kernel_command, kernel_env, new_folder, seed_font_list
@@ -85,12 +86,13 @@ class Kernel:
 
     scratch: a folder of the grader's, never given to a kernel: each start makes the kernel's
         working folder in it (``kernel-1``, then ``kernel-2`` after a restart, ...).
-    support: files copied into each new working folder (the assignment's support files)."""
+    support: (relative name, path) of files copied into each new working folder, in the same
+        places (the assignment's support files; a bare path is copied under its own name)."""
 
     def __init__(self, scratch: Path, limits: Limits, *, sandboxed: bool, record: bool = True,
-                 support: tuple[Path, ...] | list[Path] = ()):
+                 support=()):
         self.scratch, self.limits, self.sandboxed, self.record = Path(scratch), limits, sandboxed, record
-        self.support = [Path(p) for p in support]
+        self.support = [(item if isinstance(item, tuple) else (Path(item).name, item)) for item in support]
         self.km = self.kc = self.group = None
         self.workdir = self._sockdir = None  # the current kernel's folders
         self.dead_reason = ""
@@ -120,8 +122,10 @@ class Kernel:
         self._sockdir = sockdir = owned_folder("ipc")
         if not self.sandboxed:
             (self.workdir / ".tmp").mkdir()
-        for path in self.support:
-            copy_new(path, self.workdir / path.name)
+        for name, path in self.support:  # the folder is new: nothing a kernel made is in it yet
+            target = self.workdir / safe_relative_name(name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            copy_new(Path(path), target)
         seed_font_list(self.workdir)
         km = _SandboxedKernelManager(transport="ipc", ip=str(sockdir / "k"),
                                      connection_file=str(sockdir / "kernel.json"))

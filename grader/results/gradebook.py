@@ -88,11 +88,11 @@ def _copy_files(source: Path, target: Path) -> None:
     show (nbgrader's autograde copies the submission's; collect keeps only notebooks)."""
     import shutil
 
-    from ..engine.course import is_support_file
+    from ..engine.course import support_files_under
 
-    for path in sorted(source.iterdir()):
-        if is_support_file(path):
-            shutil.copyfile(path, target / path.name)
+    for name in support_files_under(source):
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / name, target / name)
 
 
 def save_or_report(course: CourseDir, gb, student: str, assignment: str, result: dict, extra: list[str],

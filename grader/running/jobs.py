@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..engine.cgroups import set_kernel_slots
 from ..engine.cleanup import scratch_folder
-from ..engine.course import is_support_file
+from ..engine.course import safe_relative_name, support_files_under
 from ..engine.sandbox import Limits
 
 __all__ = ["Assignment", "ReferenceJob", "GradeJob", "NotebooksJob", "run_reference_job", "run_grade_job",
@@ -36,21 +36,24 @@ class Assignment:
 
     name: str                                   # the notebook's file name, "01_tensors.ipynb"
     notebook: bytes
-    support: tuple[tuple[str, bytes], ...] = ()  # (file name, content), e.g. ("ddp_lenet.py", b"...")
+    support: tuple[tuple[str, bytes], ...] = ()  # (relative path, content), e.g. ("data/x.csv", b"...")
 
     @classmethod
     def from_source(cls, path: Path) -> "Assignment":
-        """Read ``path`` and the support files beside it (:func:`grader.engine.course.is_support_file`)."""
+        """Read ``path`` and the files that ship with it, sub-folders included
+        (:func:`grader.engine.course.support_files_under`)."""
         path = Path(path)
-        support = tuple((p.name, p.read_bytes()) for p in sorted(path.parent.iterdir())
-                        if p != path and is_support_file(p))
+        support = tuple((name, (path.parent / name).read_bytes()) for name in support_files_under(path.parent))
         return cls(path.name, path.read_bytes(), support)
 
     def write(self, folder: Path) -> Path:
-        """Write the notebook and its support files into ``folder``; return the notebook's path."""
+        """Write the notebook and its support files into ``folder`` (each at its relative path,
+        which must stay inside it); return the notebook's path."""
         folder.mkdir(parents=True, exist_ok=True)
         for name, content in self.support:
-            (folder / Path(name).name).write_bytes(content)
+            target = folder / safe_relative_name(name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
         notebook = folder / Path(self.name).name
         notebook.write_bytes(self.notebook)
         return notebook
