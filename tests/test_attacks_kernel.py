@@ -303,7 +303,7 @@ def test_a_dict_with_keys_of_the_students_is_described_without_them():
     from grader.values import encode
 
     same, why = compare(encode({"w": 1, "rng = random.Random(1)": 2}), encode({"w": 1, "b": 0}), 0, 0)
-    assert not same and "rng" not in why and "1 key(s) it should not have" in why and "'b'" in why
+    assert not same and "rng" not in why and "key(s) it should not have" in why and "'b'" in why
 
 
 def test_record_floods_stop_at_the_notebooks_limit_with_a_clear_reason(graded):

@@ -152,7 +152,7 @@ def compare(student_tree: Any, reference_tree: Any, rtol: float, atol: float) ->
 
 def _same(s: Any, r: Any, rtol: float, atol: float, path: str) -> tuple[bool, str]:
     if type(s) is not type(r):
-        return False, f"{path} is a {type(s).__name__}, expected a {type(r).__name__}"
+        return False, f"{path} is of another type: expected a {type(r).__name__}"
     if isinstance(r, torch.Tensor):
         return _same_tensor(s, r, rtol, atol, path)
     if type(r) is float:
@@ -165,16 +165,17 @@ def _same(s: Any, r: Any, rtol: float, atol: float, path: str) -> tuple[bool, st
         return ok, "" if ok else f"{path} differs from the expected number"
     if type(r) in (list, tuple):
         if len(s) != len(r):
-            return False, f"{path} has {len(s)} items, not the expected number"
+            return False, f"{path} has another number of items than expected"
         for n, (a, b) in enumerate(zip(s, r)):
             ok, why = _same(a, b, rtol, atol, f"{path}[{n}]")
             if not ok:
                 return ok, why
         return True, ""
     if type(r) is dict:
-        if set(s) != set(r):  # the student's keys are the student's text: counted, not named
-            extra, lost = len(set(s) - set(r)), sorted(set(r) - set(s))
-            return False, f"{path} has {extra} key(s) it should not have, lacks {lost[:3]}"
+        if set(s) != set(r):  # the student's keys are the student's text: neither named nor counted
+            lost = sorted(set(r) - set(s))
+            return False, (f"{path} has key(s) it should not have" if not lost else
+                           f"{path} lacks {lost[:3]}" + (" and has key(s) it should not have" if set(s) - set(r) else ""))
         for k in r:
             ok, why = _same(s[k], r[k], rtol, atol, f"{path}[{k!r}]")
             if not ok:
@@ -188,9 +189,9 @@ def _same(s: Any, r: Any, rtol: float, atol: float, path: str) -> tuple[bool, st
 
 def _same_tensor(s: torch.Tensor, r: torch.Tensor, rtol, atol, path) -> tuple[bool, str]:
     if s.dtype != r.dtype:
-        return False, f"{path} has dtype {s.dtype}, expected {r.dtype}"
+        return False, f"{path} has another dtype: expected {r.dtype}"
     if s.shape != r.shape:
-        return False, f"{path} has shape {tuple(s.shape)}, not the expected shape"
+        return False, f"{path} has the expected dtype but another shape"
     if s.numel() == 0:
         return True, ""
     if s.dtype.is_floating_point or s.dtype.is_complex:
@@ -200,7 +201,6 @@ def _same_tensor(s: torch.Tensor, r: torch.Tensor, rtol, atol, path) -> tuple[bo
             same = torch.isclose(s, r, rtol=rtol, atol=atol, equal_nan=True)
     else:
         same = s == r
-    bad = int((~same).sum())
-    if bad:
-        return False, f"{path} differs from the expected values in {bad} of {s.numel()} elements"
+    if not bool(same.all()):
+        return False, f"{path} has the expected dtype and shape but other values"
     return True, ""
