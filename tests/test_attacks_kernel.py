@@ -244,7 +244,7 @@ def test_each_kernel_start_gets_fresh_folders_with_the_trusted_support_files(tmp
     helper = tmp_path / "course" / "helper.py"
     helper.parent.mkdir()
     helper.write_text("SHIPPED = True\n")
-    with Kernel(tmp_path / "scratch", LIMITS, sandboxed=True, support=[helper]) as kernel:
+    with Kernel(tmp_path / "scratch", LIMITS, sandboxed=True, support=[("helper.py", helper)]) as kernel:
         first = kernel.workdir
         planted = kernel.run("import os\nos.remove('helper.py')\nos.symlink('/etc/passwd', 'helper.py')\n"
                              "print(os.getcwd())")

@@ -86,13 +86,13 @@ class Kernel:
 
     scratch: a folder of the grader's, never given to a kernel: each start makes the kernel's
         working folder in it (``kernel-1``, then ``kernel-2`` after a restart, ...).
-    support: (relative name, path) of files copied into each new working folder, in the same
-        places (the assignment's support files; a bare path is copied under its own name)."""
+    support: (relative name, path) of each file copied into each new working folder, at that
+        name (the assignment's support files, :func:`grader.engine.course.support_files_under`)."""
 
     def __init__(self, scratch: Path, limits: Limits, *, sandboxed: bool, record: bool = True,
-                 support=()):
+                 support: tuple[tuple[str, Path], ...] = ()):
         self.scratch, self.limits, self.sandboxed, self.record = Path(scratch), limits, sandboxed, record
-        self.support = [(item if isinstance(item, tuple) else (Path(item).name, item)) for item in support]
+        self.support = [(name, Path(path)) for name, path in support]
         self.km = self.kc = self.group = None
         self.workdir = self._sockdir = None  # the current kernel's folders
         self.dead_reason = ""
@@ -125,7 +125,7 @@ class Kernel:
         for name, path in self.support:  # the folder is new: nothing a kernel made is in it yet
             target = self.workdir / safe_relative_name(name)
             target.parent.mkdir(parents=True, exist_ok=True)
-            copy_new(Path(path), target)
+            copy_new(path, target)
         seed_font_list(self.workdir)
         km = _SandboxedKernelManager(transport="ipc", ip=str(sockdir / "k"),
                                      connection_file=str(sockdir / "kernel.json"))
