@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import sys
 import urllib.request
 from pathlib import Path
@@ -129,18 +130,38 @@ def test_merge_stubs_a_missing_written_answer_as_nbgrader_releases_it():
 
 # -- table, export and feedback while answers await ------------------------------------------------
 
-def test_table_and_export_say_awaiting_instead_of_a_number(graded, tmp_path):
+def _table_cells(table: str) -> dict[str, str]:
+    """student -> the text of their one score cell (the table separates columns by 2+ spaces)."""
+    return dict(re.split(r"\s{2,}", line.strip())[:2] for line in table.splitlines()[1:3])
+
+
+def test_table_and_export_give_the_points_so_far_and_those_awaiting(graded, tmp_path):
+    """ann passed the 2-point test and awaits 3 + 1 points; bob failed it and awaits 3 (his code
+    answer, handed in as released, is 0 with nothing to grade)."""
     root, results = graded
     table = grade_table(root, results)
-    rows = {line.split()[0]: line.split()[1] for line in table.splitlines()[1:3]}
-    assert rows == {"ann": "awaiting", "bob": "awaiting"}, table
+    assert _table_cells(table) == {"ann": "2 + 4 awaiting", "bob": "0 + 3 awaiting"}, table
     assert "awaiting manual grading" in table and "ann / 01_manual: why_new_list, own_example" in table
     assert "bob / 01_manual: why_new_list\n" in table + "\n"  # own_example: 0, nothing to grade
     exported = _csv(root, tmp_path / "grades.csv")
-    for student, awaiting in (("ann", "4.0"), ("bob", "3.0")):
+    for student, so_far, awaiting in (("ann", "2.0", "4.0"), ("bob", "0.0", "3.0")):
         row = exported[student]
-        assert (row["raw_score"], row["score"], row["awaiting_manual_grading"]) == ("", "", awaiting), row
+        assert (row["raw_score"], row["score"], row["awaiting_manual_grading"]) == (so_far, so_far, awaiting), row
         assert row["max_score"] == "6.0"
+
+
+def test_export_fills_raw_score_and_score_as_nbgrader_s_own_export_does(graded, tmp_path):
+    from nbgrader.api import Gradebook
+    from nbgrader.plugins.export import CsvExportPlugin
+
+    root, _ = graded
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        CsvExportPlugin(to=str(tmp_path / "stock.csv")).export(gb)
+    stock = {r["student_id"]: r for r in csv.DictReader((tmp_path / "stock.csv").open(encoding="utf-8"))}
+    ours = _csv(root, tmp_path / "grades.csv")
+    for student in ("ann", "bob"):
+        for column in ("raw_score", "score", "max_score"):
+            assert float(ours[student][column]) == float(stock[student][column]), (student, column)
 
 
 def test_feedback_says_awaiting_for_each_ungraded_answer(course):
@@ -204,12 +225,11 @@ def test_a_score_given_in_formgrader_shows_everywhere_and_survives_a_regrade(cou
     root, results = course
     _score_in_formgrader(root, tmp_path, {("ann", "why_new_list"): 2.5, ("ann", "own_example"): 1.0})
     table = grade_table(root, results)
-    rows = {line.split()[0]: line.split()[1] for line in table.splitlines()[1:3]}
-    assert rows == {"ann": "5.5/6", "bob": "awaiting"}, table  # 2 (test) + 2.5 + 1; bob: why_new_list left
+    assert _table_cells(table) == {"ann": "5.5/6", "bob": "0 + 3 awaiting"}, table  # 2 (test) + 2.5 + 1; bob: why_new_list left
     assert "bob / 01_manual: why_new_list" in table and "ann / 01_manual:" not in table
     exported = _csv(root, tmp_path / "grades.csv")
     assert (exported["ann"]["score"], exported["ann"]["awaiting_manual_grading"]) == ("5.5", "0.0")
-    assert (exported["bob"]["score"], exported["bob"]["awaiting_manual_grading"]) == ("", "3.0")
+    assert (exported["bob"]["score"], exported["bob"]["awaiting_manual_grading"]) == ("0.0", "3.0")
     feedback(root, students=["ann"])
     page = (CourseDir(root).feedback("ann", A) / f"{A}.html").read_text(encoding="utf-8")
     assert "Score: 2.5 / 3.0" in page and "awaiting manual grading" not in page.lower()

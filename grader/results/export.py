@@ -14,9 +14,10 @@ cell safe whatever separator the spreadsheet splits on (``,`` here, ``;`` in man
   text or ``'``, never with a formula. ``eve;=1+1`` is written ``"eve;'=1+1"``.
 
 One column is added after nbgrader's: ``awaiting_manual_grading``, the points of hand-graded
-answers not yet scored in formgrader (0.0 once all are scored). While it is above 0, ``raw_score``
-and ``score`` are left empty: a number there would read as a final score. Every numeric column
-stays numeric or empty.
+answers not yet scored in formgrader (0.0 once all are scored). ``raw_score`` and ``score`` are
+nbgrader's, as its own export writes them: the points so far (an answer not graded yet counts 0),
+so while ``awaiting_manual_grading`` is above 0 they are not final. Every numeric column stays
+numeric or empty.
 
 The course's ``nbgrader_config.py`` makes it the plugin of ``nbgrader export`` too.
 """
@@ -80,9 +81,7 @@ class SafeCsvExport(ExportPlugin):
                     penalty = submission.late_submission_penalty or 0.0
                     row.update(timestamp=submission.timestamp, raw_score=submission.score,
                                late_submission_penalty=penalty, score=max(0.0, submission.score - penalty))
-                    row["awaiting_manual_grading"] = waiting = _ungraded_points(submission)
-                    if waiting:  # no number that reads as a final score while answers await grading
-                        row.update(raw_score=None, score=None)
+                    row["awaiting_manual_grading"] = _ungraded_points(submission)
                 yield row
 
 

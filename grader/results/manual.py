@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..authoring.coursedir import CourseDir
 from ..engine.execute import AWAITING
 
-__all__ = ["AWAITING", "manual_scores", "final_score", "awaiting", "score_key"]
+__all__ = ["AWAITING", "manual_scores", "final_score", "score_so_far", "awaiting", "score_key"]
 
 
 def manual_scores(course: CourseDir) -> dict[tuple[str, str], dict[str, float]]:
@@ -52,9 +52,14 @@ def awaiting(tests: list[dict], scored: dict[str, float]) -> list[str]:
     return [t["grade_id"] for t in tests if t["status"] == "manual" and score_key(t) not in scored]
 
 
+def score_so_far(score: float, tests: list[dict], scored: dict[str, float]) -> tuple[float, float]:
+    """(points so far, points awaiting): autograde's ``score`` with the instructor's scores in place
+    of the points autograde gave those cells, and the points of the hand-graded answers not graded yet."""
+    so_far = score + sum(scored[score_key(t)] - t["points"] for t in tests if score_key(t) in scored)
+    left = sum(t["max_points"] for t in tests if t["status"] == "manual" and score_key(t) not in scored)
+    return so_far, float(left)
+
+
 def final_score(score: float, tests: list[dict], scored: dict[str, float]) -> float | None:
-    """Autograde's ``score`` with the instructor's scores in place of the points autograde gave
-    those cells; None while any answer awaits manual grading."""
-    if awaiting(tests, scored):
-        return None
-    return score + sum(scored[score_key(t)] - t["points"] for t in tests if score_key(t) in scored)
+    """:func:`score_so_far`'s points; None while any answer awaits manual grading."""
+    return None if awaiting(tests, scored) else score_so_far(score, tests, scored)[0]

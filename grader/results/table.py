@@ -9,8 +9,8 @@ date is their extension when the semester file gives one (:mod:`grader.authoring
 
 A late submission's cell shows its score and the penalty (``6/6 late -1.2``: the final score
 is 4.8), and a "late submissions" section says by how much each was late. A submission with a
-hand-graded answer not scored yet in formgrader shows ``awaiting`` in place of its score and is
-listed under "awaiting manual grading"; once scored, the score includes it."""
+hand-graded answer not scored yet in formgrader shows the points so far and those awaiting
+(``3 + 10 awaiting``) and is listed under "awaiting manual grading"; once scored, the score includes it."""
 from __future__ import annotations
 
 import math
@@ -22,7 +22,7 @@ from ..engine.execute import LEFT_AS_RELEASED
 from ..engine.outputs import printable
 from .gradebook import Outcome
 from .late import lateness, semester_of
-from .manual import AWAITING, awaiting, final_score, manual_scores, score_key
+from .manual import AWAITING, awaiting, final_score, manual_scores, score_key, score_so_far
 
 __all__ = ["ATTENTION", "grade_table"]
 
@@ -52,7 +52,8 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
             final = final_score(o.score, o.tests, by_instructor) if o else None
             seconds, penalty = lateness(semester, student, name, o.timestamp, due.get(name),
                                         o.score if final is None else final, o.max_score) if o else (0.0, 0.0)
-            score = ("awaiting" if final is None else f"{final:g}/{o.max_score:g}") if o else "-"
+            score = "-" if o is None else f"{final:g}/{o.max_score:g}" if final is not None else \
+                "{:g} + {:g} awaiting".format(*score_so_far(o.score, o.tests, by_instructor))
             score += f" late -{penalty:g}" if penalty else ""
             cells.append(f"  {score:>14}")
             if seconds:
