@@ -16,27 +16,36 @@ from .plotting import pyplot
 __all__ = ["sync_timeline", "partitioning", "collectives", "accelerator_path", "profile_summary"]
 
 
-def _draw_steps(ax, t_host: float, t_gpu: float, sync: bool, steps: int) -> float:
-    """Draw ``steps`` steps on ``ax``; return when the GPU finishes (same unit as the times)."""
+def _draw_steps(ax, t_host: float, t_gpu: float, sync: bool, steps: int, kernels: int) -> float:
+    """Draw ``steps`` steps of ``kernels`` kernels each on ``ax``; return when the GPU finishes.
+
+    The host's time of a step is spread evenly over its kernel launches, and the GPU starts each
+    kernel as soon as it is queued and the one before it is done. With ``sync``, the host starts the
+    next step only when the GPU has finished this one. Times in one unit (ms)."""
+    launch, run = t_host / kernels, t_gpu / kernels
     cpu_free = gpu_free = 0.0
     for k in range(steps):
-        gpu_start = max(cpu_free + t_host, gpu_free)
-        for row, start, length, color in [(1, cpu_free, t_host, "tab:blue"), (0, gpu_start, t_gpu, "tab:orange")]:
-            ax.broken_barh([(start, length)], (row + 0.1, 0.8), facecolor=color, edgecolor="white")
-            ax.text(start + length / 2, row + 0.5, str(k + 1), ha="center", va="center", color="white")
-        gpu_free = gpu_start + t_gpu
+        for j in range(kernels):
+            queued = cpu_free + (j + 1) * launch
+            gpu_start = max(queued, gpu_free)
+            for row, start, length, color in [(1, queued - launch, launch, "tab:blue"), (0, gpu_start, run, "tab:orange")]:
+                ax.broken_barh([(start, length)], (row + 0.1, 0.8), facecolor=color, edgecolor="white")
+            gpu_free = gpu_start + run
+        ax.text(cpu_free + t_host / 2, 1.5, str(k + 1), ha="center", va="center", color="white")
         cpu_free = gpu_free if sync else cpu_free + t_host           # a sync waits for the GPU's queue
     ax.set_yticks([0.5, 1.5], ["GPU runs", "CPU enqueues"])
     return gpu_free
 
 
-def sync_timeline(t_host_ms: float, t_gpu_ms: float, steps: int = 4):
-    """Two rows of ``steps`` training steps each (CPU enqueues, GPU runs), without a sync and with
-    a sync per step. Times in ms; the titles give each schedule's total."""
+def sync_timeline(t_host_ms: float, t_gpu_ms: float, steps: int = 4, kernels: int = 6):
+    """Two rows of ``steps`` training steps of ``kernels`` kernels each (CPU enqueues, GPU runs),
+    without a sync and with a sync per step. Times in ms, per step; the titles give each schedule's
+    total. Kernels start as soon as they are queued, so a sync per step costs the GPU about one
+    launch per step (and the CPU one kernel's run), not a whole step's host time."""
     fig, axes = pyplot().subplots(2, 1, figsize=(8, 3.4), sharex=True)
     for ax, sync in zip(axes, (False, True)):
-        total = _draw_steps(ax, t_host_ms, t_gpu_ms, sync, steps)
-        ax.set_title(("a sync every step" if sync else "no sync") + f": {total:.1f} ms for {steps} steps", fontsize=10)
+        total = _draw_steps(ax, t_host_ms, t_gpu_ms, sync, steps, kernels)
+        ax.set_title(("a sync every step" if sync else "no sync") + f": {total:.2f} ms for {steps} steps", fontsize=10)
     axes[1].set_xlabel("time (ms)")
     fig.tight_layout()
     return fig

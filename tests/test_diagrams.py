@@ -15,13 +15,17 @@ def teardown_function():
 
 
 def test_sync_timeline_totals():
-    # No sync: the GPU is the bottleneck, 1 + 4 * 2 = 9 ms; a sync per step: 4 * (1 + 2) = 12 ms.
-    fig = d2lite.sync_timeline(1.0, 2.0, steps=4)
+    # GPU-bound, 4 steps of 4 kernels: a launch every 0.25 ms, each kernel runs 0.5 ms. No sync:
+    # the first kernel is queued at 0.25 ms and the GPU never waits again, 0.25 + 16 * 0.5 = 8.25 ms.
+    # A sync per step: each step waits for its first launch, 4 * (0.25 + 4 * 0.5) = 9 ms.
+    fig = d2lite.sync_timeline(1.0, 2.0, steps=4, kernels=4)
     titles = [ax.get_title() for ax in fig.axes]
-    assert titles == ["no sync: 9.0 ms for 4 steps", "a sync every step: 12.0 ms for 4 steps"], titles
-    # Host-bound: without a sync the CPU's 4 * 2 ms plus the last GPU step, 9 ms; with one, 12 ms.
-    titles = [ax.get_title() for ax in d2lite.sync_timeline(2.0, 1.0, steps=4).axes]
-    assert titles == ["no sync: 9.0 ms for 4 steps", "a sync every step: 12.0 ms for 4 steps"], titles
+    assert titles == ["no sync: 8.25 ms for 4 steps", "a sync every step: 9.00 ms for 4 steps"], titles
+    # Host-bound: a launch every 0.5 ms, kernels of 0.25 ms. No sync: the last of 16 launches at
+    # 8 ms, done at 8.25 ms. A sync per step: the host waits for each step's last kernel,
+    # 4 * (4 * 0.5 + 0.25) = 9 ms. Either way the sync costs one launch or one kernel per step.
+    titles = [ax.get_title() for ax in d2lite.sync_timeline(2.0, 1.0, steps=4, kernels=4).axes]
+    assert titles == ["no sync: 8.25 ms for 4 steps", "a sync every step: 9.00 ms for 4 steps"], titles
 
 
 def test_partitioning_has_three_panels():
