@@ -54,7 +54,7 @@ def cmd_build(args) -> int:
 def cmd_release(args) -> int:
     from .authoring.assembly import build, release
 
-    if args.build or not CourseDir(args.root).assignments():
+    if args.build:  # a course that exists: main() refused a folder that is none
         build(args.root, args.course)
     from .results.late import sync
 
@@ -286,11 +286,26 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+# The commands that act on a course that `build` made: on any other folder (a mistyped --root, `release` before
+# `build`) they stop before writing anything there. `lab` builds only the default course (`make lab` on a fresh
+# clone); `demo`, `check` and `validate` need no course directory.
+NEEDS_COURSE = {"release", "collect", "autograde", "feedback", "release-feedback", "export", "report", "similarity"}
+
+
+def needs_course(args) -> bool:
+    """Whether ``args`` names a command that must find a built course at ``--root``."""
+    if args.command == "lab":
+        return Path(args.root).resolve() != DEFAULT_ROOT.resolve()
+    return args.command in NEEDS_COURSE
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     from .engine.sandbox import SandboxUnavailable
 
     try:
+        if needs_course(args):
+            assignments(args.root)  # GraderError: not a course, run build first
         return args.func(args)
     except (GraderError, SandboxUnavailable) as error:
         print(f"course-grader {args.command}: {error}", file=sys.stderr)

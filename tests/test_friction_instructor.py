@@ -215,3 +215,19 @@ def test_a_semester_file_sets_penalties_and_extensions_without_regrading(course,
                 == pytest.approx((penalty, raw[student] - penalty)), row
     finally:
         (root / "semester.toml").unlink()
+
+
+def test_a_folder_that_is_no_course_is_refused_except_by_build(tmp_path):
+    """Issue 31 (1): a mistyped --root, or release before build, used to build and release a whole new
+    course there with exit status 0. Every command but build refuses and leaves the folder as it was."""
+    (tmp_path / "inbox").mkdir()
+    for args in (["release"], ["release", "--build"], ["collect", tmp_path / "inbox"], ["autograde", "--unsafe"],
+                 ["feedback"], ["release-feedback"], ["export"], ["report"], ["similarity", A], ["lab"]):
+        typo = tmp_path / "cuorse"
+        done = grader("--root", typo, *args)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert "is not a course" in done.stderr and "run build first" in done.stderr, (args, done.stderr)
+        assert "Traceback" not in done.stderr, (args, done.stderr)
+        assert not typo.exists(), (args, sorted(p.name for p in typo.rglob("*")))
+    done = grader("--root", tmp_path / "cuorse", "build", "--course", FIXTURE.parent)
+    assert done.returncode == 0 and (tmp_path / "cuorse" / "source" / A).is_dir(), done.stderr
