@@ -174,7 +174,11 @@ def _student_page(data: ClassData, student: str) -> str:
 def write_report(course: CourseDir, student: str | None = None) -> Path:
     """Write the class page (and figures), or with ``student`` that student's page; return its path.
 
-    Raises KeyError (with what to pass) for a student the course does not know."""
+    Raises KeyError (with what to pass) for a student the course does not know, SemesterError for a semester
+    file that autograde and export would refuse."""
+    from .late import semester_of
+
+    semester_of(course)  # the same checks as autograde's: a broken file is said here too, not read past
     folder = report_folder(course)
     folder.mkdir(parents=True, exist_ok=True)
     data = load_class(course)
