@@ -231,3 +231,13 @@ def test_a_folder_that_is_no_course_is_refused_except_by_build(tmp_path):
         assert not typo.exists(), (args, sorted(p.name for p in typo.rglob("*")))
     done = grader("--root", tmp_path / "cuorse", "build", "--course", FIXTURE.parent)
     assert done.returncode == 0 and (tmp_path / "cuorse" / "source" / A).is_dir(), done.stderr
+
+
+def test_report_that_refuses_leaves_no_report_folder_behind(tmp_path):
+    """Issue 31 (17): a refused report (never released, so no gradebook) left an empty ROOT/report/."""
+    root = tmp_path / "course"
+    build(root, FIXTURE.parent)
+    for args in (["report"], ["report", "--student", "ann"]):
+        done = grader("--root", root, *args)
+        assert done.returncode == 2 and "gradebook.db does not exist" in done.stderr, (args, done.stderr)
+        assert not (root / "report").exists(), (args, sorted(p.name for p in (root / "report").rglob("*")))

@@ -180,12 +180,12 @@ def write_report(course: CourseDir, student: str | None = None) -> Path:
 
     semester_of(course)  # the same checks as autograde's: a broken file is said here too, not read past
     folder = report_folder(course)
-    folder.mkdir(parents=True, exist_ok=True)
     data = load_class(course)
+    if student is not None and student not in data.students:
+        known = ", ".join(repr(s) for s in data.students[:5])
+        raise KeyError(f"no student {student!r} in this course; known ids include {known or 'none'}")
+    folder.mkdir(parents=True, exist_ok=True)  # only once there is a page to write: a refusal leaves nothing
     if student is not None:
-        if student not in data.students:
-            known = ", ".join(repr(s) for s in data.students[:5])
-            raise KeyError(f"no student {student!r} in this course; known ids include {known}")
         path = folder / student_page_name(student)
         path.write_text(_student_page(data, student), encoding="utf-8")
         return path
