@@ -188,6 +188,12 @@ def cmd_similarity(args) -> int:
     except FileNotFoundError as error:
         print(f"course-grader similarity: {error}", file=sys.stderr)
         return 2
+    handed_in = result.students()
+    if len(handed_in) < 2:  # no pair to compare: not "0 pair(s) flagged", which reads as a class checked
+        print(f"course-grader similarity: {len(handed_in) or 'no'} submission(s) of {result.assignment} with "
+              f"answers, so no pair to compare; collect the class's notebooks first "
+              f"(`{command('collect INBOX', args.root)}`)", file=sys.stderr)
+        return 2
     for p in result.flagged:  # student ids are untrusted text: no escape sequence reaches the terminal
         print(printable(f"FLAGGED {p.exercise}: {p.a} and {p.b} (similarity {p.similarity:.2f}, z {p.z:.1f})"))
     for m in result.sources:

@@ -74,7 +74,8 @@ def _summary(a: AssignmentData, students: list[str]) -> list[str]:
     attention = [s for s in subs if s.attention]
     times = sorted(s.seconds for s in graded if s.seconds)
     timing = (f"median {times[len(times) // 2]:.1f} s, longest {times[-1]:.1f} s, total {sum(times) / 60:.1f} min"
-              if times else "not recorded (graded before grading times were stored)")
+              if times else "no submission graded yet" if not graded
+              else "not recorded (graded before grading times were stored)")
     waiting = sum(1 for s in graded if s.awaiting)
     rows = [["submissions graded", str(len(graded))], ["missing (none, or unreadable)", str(missing)],
             ["awaiting manual grading", f"{waiting} (left out of the scores below until graded)" if waiting else "0"],
