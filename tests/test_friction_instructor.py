@@ -241,3 +241,32 @@ def test_report_that_refuses_leaves_no_report_folder_behind(tmp_path):
         done = grader("--root", root, *args)
         assert done.returncode == 2 and "gradebook.db does not exist" in done.stderr, (args, done.stderr)
         assert not (root / "report").exists(), (args, sorted(p.name for p in (root / "report").rglob("*")))
+
+
+def _points(notebook: Path) -> tuple[float, float]:
+    """(all points, points graded by hand) of a course notebook, summed from its cells' nbgrader metadata."""
+    import json
+
+    total = by_hand = 0.0
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade") or meta.get("task"):
+            total += meta.get("points", 0)
+            by_hand += meta.get("points", 0) if (meta.get("solution") or meta.get("task")) else 0
+    return total, by_hand
+
+
+def test_the_readme_points_table_counts_every_point_and_says_which_are_graded_by_hand():
+    """Issue 31 (16): README said 14 for 03b and 32 for 05, leaving their hand-graded points out unsaid."""
+    import re
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    rows = {m.group(1): m.group(2).strip() for m in re.finditer(r"^\| `(\d\d\w*)` \|.*\| ([^|]+) \|$", readme, re.M)}
+    notebooks = sorted((REPO / "course").glob("[0-9][0-9]*.ipynb"))
+    assert sorted(rows) == [nb.stem for nb in notebooks], rows
+    for notebook in notebooks:
+        total, by_hand = _points(notebook)
+        expected = f"{total:g}" + (f" ({by_hand:g} graded by hand)" if by_hand else "")
+        assert rows[notebook.stem] == expected, (f"README's points for {notebook.stem}: expected {expected!r} (the "
+                                                 f"notebook's graded cells), found {rows[notebook.stem]!r}; fix the "
+                                                 "README's table")
