@@ -13,6 +13,7 @@ from .authoring.invocation import command
 
 __all__ = ["main"]
 
+ASSIGNMENT_HELP = "only this assignment (repeat for several; default: all)"
 COURSE_HELP = "the folder of source notebooks (default: ./course, else the course/ folder of this checkout)"
 
 
@@ -241,37 +242,41 @@ def parser() -> argparse.ArgumentParser:
                    help="nbgrader's course id, written into nbgrader_config.py (default: the course's current one; "
                         "d2lite for a new course)")
     p = subcommand("release", cmd_release, "generate the student versions (nbgrader generate_assignment)")
-    p.add_argument("assignment", nargs="*")
+    p.add_argument("assignment", nargs="*", help="only these assignments (default: all)")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
     p.add_argument("--build", action="store_true", help="rebuild from the course notebooks first")
     p = subcommand("collect", cmd_collect, "import submissions: one folder or zip per student, or an nbgrader exchange")
-    p.add_argument("inbox", type=Path)
-    p.add_argument("--assignment", action="append", default=[])
+    p.add_argument("inbox", type=Path, help="the folder of uploads (INBOX/<student>/ or INBOX/<student>.zip), or an "
+                                            "nbgrader exchange")
+    p.add_argument("--assignment", action="append", default=[], metavar="NAME", help=ASSIGNMENT_HELP)
     p.add_argument("--no-check-owner", dest="check_owner", action="store_false",
                    help="exchange only: accept submission folders not owned by the student they name "
                         "(for an exchange copied without its owners)")
     p = subcommand("autograde", cmd_autograde, "grade submissions (sandboxed, resumable, idempotent)")
     p.add_argument("names", nargs="*", metavar="assignment", help="only these assignments (default: all)")
-    p.add_argument("--assignment", action="append", default=[])
-    p.add_argument("--student", action="append", default=[])
+    p.add_argument("--assignment", action="append", default=[], metavar="NAME", help=ASSIGNMENT_HELP)
+    p.add_argument("--student", action="append", default=[], metavar="ID",
+                   help="only this student (repeat for several); the table shows only them")
     p.add_argument("--force", action="store_true", help="regrade submissions already graded")
     grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)))
     p = subcommand("feedback", cmd_feedback, "write HTML feedback per student (hidden tests not shown)")
     p.add_argument("names", nargs="*", metavar="assignment", help="only these assignments (default: all)")
-    p.add_argument("--assignment", action="append", default=[])
-    p.add_argument("--student", action="append", default=[])
+    p.add_argument("--assignment", action="append", default=[], metavar="NAME", help=ASSIGNMENT_HELP)
+    p.add_argument("--student", action="append", default=[], metavar="ID",
+                   help="only this student (repeat for several)")
     p = subcommand("release-feedback", cmd_release_feedback,
                    "put the feedback into the nbgrader exchange: students fetch it from their Assignments tab")
     p.add_argument("names", nargs="*", metavar="assignment", help="only these assignments (default: all)")
-    p.add_argument("--assignment", action="append", default=[])
-    p.add_argument("--student", action="append", default=[])
+    p.add_argument("--assignment", action="append", default=[], metavar="NAME", help=ASSIGNMENT_HELP)
+    p.add_argument("--student", action="append", default=[], metavar="ID",
+                   help="only this student (repeat for several)")
     p = subcommand("export", cmd_export, "write grades as CSV (nbgrader's exporter columns)")
     p.add_argument("--to", type=Path, default=None, help="CSV path (default: ROOT/grades.csv)")
     p = subcommand("validate", cmd_validate, "student self-check: run the visible tests of one notebook")
-    p.add_argument("path", type=Path)
-    p.add_argument("--cell-timeout", type=float, default=None)
+    p.add_argument("path", type=Path, help="the notebook to check, e.g. build/student/01_tensors/01_tensors.ipynb")
+    p.add_argument("--cell-timeout", type=float, default=None, help="seconds per cell (default 300)")
     p = subcommand("check", cmd_check, "course quality gate on source notebooks (default: course/)")
-    p.add_argument("paths", type=Path, nargs="*")
+    p.add_argument("paths", type=Path, nargs="*", help="source notebooks or course folders (default: course/)")
     p.add_argument("--thorough", action="store_true",
                    help="(c) with one kernel per exercise on a copy cut after it (default: one kernel per notebook)")
     p.add_argument("--allow-asserts", action="store_true",
@@ -285,9 +290,11 @@ def parser() -> argparse.ArgumentParser:
     p = subcommand("report", cmd_report, "the class report: HTML page and figures in ROOT/report/ (grades unchanged)")
     p.add_argument("--student", default=None, help="one student's progress across the course")
     p = subcommand("similarity", cmd_similarity, "pairs of students whose answers are too alike (grades unchanged)")
-    p.add_argument("assignment")
+    p.add_argument("assignment", help="the assignment whose submissions are compared")
     p = subcommand("lab", cmd_lab, "JupyterLab on the released student notebooks (--instructor: sources + formgrader)")
-    p.add_argument("--instructor", action="store_true")
+    p.add_argument("--instructor", action="store_true",
+                   help="the instructor's lab: the course sources and formgrader on the course directory "
+                        "(default: the student's lab on build/student/)")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
     return top
 

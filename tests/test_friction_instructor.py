@@ -270,3 +270,17 @@ def test_the_readme_points_table_counts_every_point_and_says_which_are_graded_by
         assert rows[notebook.stem] == expected, (f"README's points for {notebook.stem}: expected {expected!r} (the "
                                                  f"notebook's graded cells), found {rows[notebook.stem]!r}; fix the "
                                                  "README's table")
+
+
+def test_every_option_of_every_command_says_what_it_does():
+    """Issue 31 (18): `lab --instructor`, `autograde --assignment`, `--student` and others showed no help."""
+    import argparse
+
+    from grader.cli import parser
+
+    top = parser()
+    commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction)).choices
+    silent = [f"{name} {'/'.join(action.option_strings) or action.dest}"
+              for name, sub in commands.items() for action in sub._actions
+              if not isinstance(action, argparse._HelpAction) and not (action.help or "").strip()]
+    assert not silent, f"options without a help text (add help=... in grader/cli.py): {silent}"
