@@ -31,8 +31,8 @@ from ..authoring.assembly import GraderError, assignments
 from ..authoring.coursedir import REJECTED_FILE, SECRET_FILE, TIMESTAMP_FILE, CourseDir, timestamp_text
 from ..engine.course import nbgrader_meta
 from .exchange import read_timestamp, submissions
-from .uploads import (LINK_ADVICE, Notebook, Rejected, check_student_id, collisions, open_file, open_folder,
-                      read_notebooks)
+from .uploads import (LINK_ADVICE, Notebook, Rejected, check_student_id, collisions, identity, open_file,
+                      open_folder, read_notebooks)
 from .zips import ZipLimits, read_zip
 
 __all__ = ["Imported", "Rejected", "CollectReport", "check_student_id", "collect", "REJECTED_FILE",
@@ -99,7 +99,47 @@ def collect(root: Path, inbox: Path, selected: list[str] | None = None, *, check
                                             "one upload per student and collect again"))
             continue
         _import(root, student, _guarded(report, where, read), known, {}, report, where)
+    _carry_clashes(root, {where: uploads[where] for where in clashes}, known, report)
     return report
+
+
+def _carry_clashes(root: Path, clashing: dict[str, tuple[str, Callable]], known: dict[tuple[str, str], set[str]],
+                   report: CollectReport) -> None:
+    """Uploads refused because their ids name one student (``bob/``, ``Bob/``, ``bob.zip``) are carried as an
+    unreadable upload is: a record of why (``rejected.json``, no notebook) for each assignment they hold, so that
+    the grade table, "needs attention", the counts and the export name that student. Stored under the id the
+    course already has for that person (else the first of the ids); an earlier collect's submission is kept."""
+    groups: dict[str, list[str]] = {}
+    for where, (student, _) in clashing.items():
+        groups.setdefault(identity(student), []).append(where)
+    course = CourseDir(root)
+    for person, wheres in sorted(groups.items()):
+        ids = sorted({clashing[where][0] for where in wheres})
+        student = next((s for s in course.students() if identity(s) == person), ids[0])
+        held: set[str] = set()
+        for where in wheres:  # which assignments they hold, read as a collect would (nothing of it is stored)
+            scratch = CollectReport()
+            held |= {assignment for assignment, _ in _match(_guarded(scratch, where, clashing[where][1]), known, scratch)}
+        why = (f"the uploads {', '.join(sorted(wheres))} all name this student (ids differing only in spaces, "
+               "unicode form or case), so none was collected; keep one upload per student and collect again")
+        for assignment in sorted(held):
+            if course.submission(student, assignment).exists():
+                continue  # what an earlier collect stored stays as it was
+            names = sorted({notebook for a, notebook in known if a == assignment})
+            _store_refusal(root, student, assignment, {f"{name}.ipynb": why for name in names})
+            report.imported.append(Imported(student, assignment, course.timestamp(student, assignment),
+                                            ", ".join(sorted(wheres)), why))
+
+
+def _store_refusal(root: Path, student: str, assignment: str, refused: dict[str, str]) -> None:
+    """``submitted/<student>/<assignment>/`` holding only a timestamp and the record of why (no notebook)."""
+    parent = CourseDir(root).submission(student, assignment).parent
+    parent.mkdir(parents=True, exist_ok=True)
+    fresh = Path(tempfile.mkdtemp(prefix=f".{assignment}.incoming-", dir=parent))
+    (fresh / TIMESTAMP_FILE).write_text(timestamp_text(datetime.now(timezone.utc)), encoding="utf-8")
+    (fresh / REJECTED_FILE).write_text(json.dumps(refused), encoding="utf-8")
+    fresh.chmod(0o755)
+    os.replace(fresh, parent / assignment)
 
 
 def _uploads(inbox: Path, report: CollectReport, zip_limits: ZipLimits) -> dict[str, tuple[str, Callable]]:
