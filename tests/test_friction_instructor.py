@@ -201,7 +201,9 @@ def test_a_semester_file_sets_penalties_and_extensions_without_regrading(course,
         row = next(line for line in run.stdout.splitlines() if line.startswith("ann "))
         assert "6/6 late -1.2" in row, run.stdout
         late = run.stdout.split("late submissions:\n")[1].split("\n\n")[0].splitlines()
-        assert [line.split(":")[0].strip() for line in late] == [f"{s} / {A}" for s in ("ann", "bob", "eve", "fay")]
+        # fay's upload was refused at collect (issue 31, item 14): under "needs attention", not a late submission
+        assert [line.split(":")[0].strip() for line in late] == [f"{s} / {A}" for s in ("ann", "bob", "eve")]
+        assert f"fay / {A}: rejected at collect" in run.stdout.split("needs attention:\n")[1], run.stdout
         assert late[0].strip().startswith(f"ann / {A}: 1 d 12 h "), late  # dan: on time, by his extension
         done = grader("--root", root, "export", "--to", tmp_path / "grades.csv")
         assert done.returncode == 0, done.stderr

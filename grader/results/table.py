@@ -55,7 +55,7 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
             score = ("awaiting" if final is None else f"{final:g}/{o.max_score:g}") if o else "-"
             score += f" late -{penalty:g}" if penalty else ""
             cells.append(f"  {score:>14}")
-            if seconds:
+            if seconds and not _refused(course, student, name):  # a refused upload is no late submission
                 late.append(f"{where}: {_duration(seconds)} late (due {own:%Y-%m-%d %H:%M} UTC"
                             + (", extended" if (student, name) in semester.extensions else "")
                             + f"), penalty {penalty:g} of {o.max_score:g} points")
@@ -87,6 +87,12 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
         lines += ["", "failed tests (the reason as the student reads it in their feedback):"] \
             + [f"  {line}" for line in failures]
     return "\n".join(map(printable, lines))  # student ids and reasons: no escape sequence reaches the terminal
+
+
+def _refused(course: CourseDir, student: str, assignment: str) -> bool:
+    """Whether collect refused every notebook of this submission (it holds only the record of why)."""
+    return bool(course.rejections(student, assignment)) and not any(
+        course.submitted_notebook(student, assignment, nb).is_file() for nb in course.notebooks(assignment))
 
 
 def _duration(seconds: float) -> str:
