@@ -70,8 +70,13 @@ def cmd_collect(args) -> int:
     from .intake.collect import collect
     from .intake.summary import collect_lines
 
-    report = collect(args.root, args.inbox, _named(args, args.assignment), check_owner=args.check_owner)
-    for line in collect_lines(report, str(args.inbox)):  # student ids and file names are the students' text
+    inbox = args.inbox
+    if inbox is None:  # the course's own exchange, where `nbgrader submit` puts what students hand in
+        inbox = CourseDir(args.root).exchange
+        print(f"collecting from the course's exchange {inbox} (students' Submit in JupyterLab); "
+              "name a folder to collect uploads from it instead")
+    report = collect(args.root, inbox, _named(args, args.assignment), check_owner=args.check_owner)
+    for line in collect_lines(report, str(inbox)):  # student ids and file names are the students' text
         print(printable(line))
     return 0
 
@@ -246,8 +251,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
     p.add_argument("--build", action="store_true", help="rebuild from the course notebooks first")
     p = subcommand("collect", cmd_collect, "import submissions: one folder or zip per student, or an nbgrader exchange")
-    p.add_argument("inbox", type=Path, help="the folder of uploads (INBOX/<student>/ or INBOX/<student>.zip), or an "
-                                            "nbgrader exchange")
+    p.add_argument("inbox", type=Path, nargs="?", default=None,
+                   help="the folder of uploads (INBOX/<student>/ or INBOX/<student>.zip), or an nbgrader exchange "
+                        "(default: the course's own exchange, ROOT/exchange)")
     p.add_argument("--assignment", action="append", default=[], metavar="NAME", help=ASSIGNMENT_HELP)
     p.add_argument("--no-check-owner", dest="check_owner", action="store_false",
                    help="exchange only: accept submission folders not owned by the student they name "

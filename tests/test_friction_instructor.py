@@ -286,3 +286,23 @@ def test_every_option_of_every_command_says_what_it_does():
               for name, sub in commands.items() for action in sub._actions
               if not isinstance(action, argparse._HelpAction) and not (action.help or "").strip()]
     assert not silent, f"options without a help text (add help=... in grader/cli.py): {silent}"
+
+
+def test_collect_without_an_inbox_reads_the_courses_own_exchange(tmp_path):
+    """Issue 31 (10): the README's week (`collect` from the exchange) had no command: INBOX was required.
+    Without one, collect reads ROOT/exchange, where `nbgrader submit` leaves what students hand in."""
+    from grader.authoring.config import configured_course_id
+    from grader.authoring.coursedir import timestamp_text
+
+    root = tmp_path / "course"
+    build(root, FIXTURE.parent)
+    stamp = timestamp_text(datetime.now(timezone.utc) - timedelta(hours=1))
+    folder = root / "exchange" / configured_course_id(root) / "inbound" / f"ann+{A}+{stamp}+x"
+    folder.mkdir(parents=True)
+    shutil.copyfile(FIXTURE, folder / f"{A}.ipynb")
+    (folder / "timestamp.txt").write_text(stamp, encoding="utf-8")
+    done = grader("--root", root, "collect", "--no-check-owner")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"collecting from the course's exchange {root / 'exchange'}" in done.stdout, done.stdout
+    assert f"ann / {A}: collected (" in done.stdout, done.stdout
+    assert (root / "submitted" / "ann" / A / f"{A}.ipynb").read_bytes() == FIXTURE.read_bytes()
