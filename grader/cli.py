@@ -78,6 +78,9 @@ def cmd_collect(args) -> int:
     report = collect(args.root, inbox, _named(args, args.assignment), check_owner=args.check_owner)
     for line in collect_lines(report, str(inbox)):  # student ids and file names are the students' text
         print(printable(line))
+    if not (report.accepted or report.unchanged):  # a script or a tired instructor must not read this as done
+        print(f"course-grader collect: nothing collected from {inbox}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -61,8 +61,8 @@ def test_root_is_accepted_after_the_command_and_named_in_the_hint(tmp_path):
     assert f"--root {shlex.quote(str(root))}" in hint and hint.endswith(" collect INBOX"), hint
     empty = tmp_path / "inbox"
     empty.mkdir()
-    assert grader("collect", empty, "--root", root).returncode == 0
-    assert grader("--root", root, "collect", empty).returncode == 0
+    for done in (grader("collect", empty, "--root", root), grader("--root", root, "collect", empty)):
+        assert done.returncode == 2 and "nothing to collect in" in done.stdout, done.stdout + done.stderr
 
 
 def test_an_unknown_assignment_is_one_line_naming_the_known_ones(course):
@@ -80,7 +80,7 @@ def test_an_unknown_assignment_is_one_line_naming_the_known_ones(course):
 def test_an_empty_inbox_says_what_it_should_hold(course, tmp_path):
     root, _ = course
     done = grader("--root", root, "collect", tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 2 and "nothing collected" in done.stderr, done.stderr  # issue 31 (11)
     for words in ("nothing to collect", "INBOX/<student>/", "<assignment>.ipynb", "<student>.zip", "inbound"):
         assert words in done.stdout, (words, done.stdout)
 
@@ -306,3 +306,43 @@ def test_collect_without_an_inbox_reads_the_courses_own_exchange(tmp_path):
     assert f"collecting from the course's exchange {root / 'exchange'}" in done.stdout, done.stdout
     assert f"ann / {A}: collected (" in done.stdout, done.stdout
     assert (root / "submitted" / "ann" / A / f"{A}.ipynb").read_bytes() == FIXTURE.read_bytes()
+
+
+def test_collect_pointed_at_one_student_or_at_loose_files_says_what_to_do_and_fails(tmp_path):
+    """Issue 31 (11): collect pointed at one student's folder, or at an LMS export's loose files
+    (ann_01_fixture.ipynb), collected nothing with exit status 0 and no hint."""
+    root = tmp_path / "course"
+    build(root, FIXTURE.parent)
+    (tmp_path / "ann").mkdir()
+    shutil.copyfile(FIXTURE, tmp_path / "ann" / f"{A}.ipynb")
+    (tmp_path / "lms").mkdir()
+    for student in ("ann", "bob"):
+        shutil.copyfile(FIXTURE, tmp_path / "lms" / f"{student}_{A}.ipynb")
+    for inbox, loose in ((tmp_path / "ann", f"{A}.ipynb"), (tmp_path / "lms", f"ann_{A}.ipynb")):
+        done = grader("--root", root, "collect", inbox)
+        assert done.returncode == 2 and "nothing collected" in done.stderr, (inbox, done.stdout, done.stderr)
+        assert f"{inbox} holds notebooks itself ({loose}" in done.stdout, done.stdout
+        assert "collect the folder above it" in done.stdout and f"{inbox}/ann/01_tensors.ipynb" in done.stdout, \
+            done.stdout
+    assert not (root / "submitted").exists()
+
+
+def test_collect_says_which_notebook_it_recognised_by_its_cells_and_which_files_it_ignored(tmp_path):
+    """Issue 31 (11): a renamed notebook was matched by its cells without a word; a student's other files
+    were left out silently."""
+    root = tmp_path / "course"
+    build(root, FIXTURE.parent)
+    inbox = tmp_path / "inbox"
+    (inbox / "ann" / "data").mkdir(parents=True)
+    shutil.copyfile(FIXTURE, inbox / "ann" / "my copy.ipynb")
+    (inbox / "ann" / "notes.txt").write_text("my notes", encoding="utf-8")
+    (inbox / "ann" / "data" / "x.csv").write_text("1,2", encoding="utf-8")
+    done = grader("--root", root, "collect", inbox)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    ann = next(line for line in lines if line.startswith(f"ann / {A}: collected ("))
+    assert ann.endswith(f"; ann/my copy.ipynb recognised by its cells as {A}.ipynb"), ann
+    for where in ("ann/notes.txt", "ann/data/x.csv"):
+        assert f"{where}: ignored, not a notebook (only .ipynb files are collected)" in lines, done.stdout
+    again = grader("--root", root, "collect", inbox)
+    assert again.returncode == 0 and f"ann/my copy.ipynb recognised by its cells as {A}.ipynb" in again.stdout

@@ -51,6 +51,7 @@ class Imported:
     where: str = ""      # the notebook in the inbox, as the instructor sees it
     rejected: str = ""   # why it is unreadable: stored as a record of why (rejected.json), not graded
     replaced: str = ""   # the earlier submission it replaced, moved to this path (under ROOT)
+    by_cells: list[tuple[str, str]] = field(default_factory=list)  # (upload path, notebook): renamed, matched by cells
 
 
 @dataclass
@@ -58,6 +59,8 @@ class CollectReport:
     imported: list[Imported] = field(default_factory=list)   # stored: readable, or a record of why not (.rejected)
     rejected: list[Rejected] = field(default_factory=list)   # every upload or file refused
     unchanged: list[Imported] = field(default_factory=list)  # the same notebook as already collected
+    ignored: list[str] = field(default_factory=list)   # files of a student folder that are no notebook, not collected
+    loose: list[str] = field(default_factory=list)     # notebooks lying in the inbox itself, not in a student's entry
 
     @property
     def accepted(self) -> list[Imported]:
@@ -153,9 +156,14 @@ def _uploads(inbox: Path, report: CollectReport, zip_limits: ZipLimits) -> dict[
             report.rejected.append(Rejected(where, f"{where} {LINK_ADVICE}"))
             continue
         if entry.is_dir(follow_symlinks=False):
-            raw, read = where, partial(_read_folder, path, where)
+            raw, read = where, partial(_read_folder, path, where, report.ignored)
         elif where.endswith(".zip") and entry.is_file(follow_symlinks=False):
             raw, read = where[:-len(".zip")], partial(_read_zip, path, where, zip_limits)
+        elif where.endswith(".ipynb"):  # one student's folder, or an LMS export's loose files (ann_01_tensors.ipynb)
+            report.loose.append(where)
+            report.rejected.append(Rejected(where, f"{where} is a notebook lying in the inbox itself: collect reads "
+                                            "one folder or zip per student, named by the student id"))
+            continue
         else:
             report.rejected.append(Rejected(where, f"{where} is neither a student folder nor a .zip"))
             continue
@@ -181,10 +189,10 @@ def _guarded(report: CollectReport, where: str, read) -> list[Notebook]:
     return notebooks
 
 
-def _read_folder(folder: Path, where: str):
+def _read_folder(folder: Path, where: str, ignored: list[str] | None = None):
     fd = open_folder(folder)
     try:
-        return read_notebooks(fd, where)
+        return read_notebooks(fd, where, ignored)
     finally:
         os.close(fd)
 
@@ -248,9 +256,16 @@ def _import(root: Path, student: str, notebooks: list[Notebook], known: dict[tup
         wheres = ", ".join(nb.where for nb in found.values())
         if _unchanged(root, student, assignment, found):  # keeps its first timestamp (and its grade)
             report.unchanged.append(Imported(student, assignment, CourseDir(root).timestamp(student, assignment),
-                                             wheres))
+                                             wheres, by_cells=_by_cells(found)))
             continue
         _store(root, student, assignment, found, moment, report, secret)
+        report.imported[-1].by_cells = _by_cells(found)
+
+
+def _by_cells(found: dict[str, Notebook]) -> list[tuple[str, str]]:
+    """(upload path, notebook) of each notebook of ``found`` stored under another name than its own: recognised
+    by its cells."""
+    return [(nb.where, name) for name, nb in found.items() if Path(nb.name).stem != name]
 
 
 def _store(root: Path, student: str, assignment: str, found: dict[str, Notebook], when: datetime,
