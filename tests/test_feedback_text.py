@@ -61,7 +61,11 @@ def pages(tmp_path_factory) -> dict[str, str]:
     results = autograde(root, workers=1, unsafe=False)
     feedback(root)
     found = {s: (root / "feedback" / s / A / f"{A}.html").read_text(encoding="utf-8") for s in ("kim", "lea")}
-    return {**found, "table": grade_table(root, results)}
+    from grader.authoring.coursedir import CourseDir
+    from grader.results.report import write_report
+
+    report = write_report(CourseDir(root)).read_text(encoding="utf-8")
+    return {**found, "table": grade_table(root, results), "report": report}
 
 
 def verdict(html: str, grade_id: str) -> str:
@@ -105,6 +109,21 @@ def test_every_failed_check_is_described_and_only_those(pages):
     assert "far above" not in pages["kim"], "a check kim passed is listed as failed"
     mean = verdict(pages["kim"], "test_mean_abs")
     assert "two values" in mean and "three values" in mean, mean  # the visible check stopped both
+
+
+def test_hidden_checks_a_stopped_test_never_reached_read_not_checked(pages):
+    """Issue 31 (4): the hidden checks of a test whose visible part stopped it never ran; the page listed them
+    as "not passed" and the class report counted them as failed."""
+    mean = verdict(pages["kim"], "test_mean_abs").splitlines()
+    assert len(mean) == 3 and all(line.startswith("  - not checked (the test stopped before it): ")
+                                  for line in mean[1:]), mean
+    clip = verdict(pages["kim"], "test_clip")  # ran to its end: what it missed, it missed
+    assert "not checked" not in clip and clip.count("  - not passed: ") == 2, clip
+    html = pages["report"]
+    row = html[html.index("<tr><td><code>test_mean_abs</code>"):]
+    row = row[:row.index("</tr>")]
+    assert "100 % failed" not in row and "0 % failed" in row, row
+    assert "(100 % not checked: their test stopped before it)" in row, row
 
 
 def test_an_error_of_the_students_code_is_told_apart_from_a_failed_check(pages):

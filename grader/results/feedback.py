@@ -81,8 +81,12 @@ def student_text(test: dict, checks: list[Check]) -> str:
     if test["status"] == "passed":
         return text
     described = {c.key: (f"{c.what} ({c.key!r})" if c.what.strip() else repr(c.key)) for c in checks}
-    failed = [described.get(key, repr(key)) for key in test.get("failed_keys") or []]
-    return text + "".join(f"  - not passed: {label}\n" for label in failed)
+    unchecked = set(test.get("unchecked_keys") or [])  # the test stopped before them: not a wrong answer
+    keys = test.get("failed_keys") or []
+    failed = [described.get(key, repr(key)) for key in keys if key not in unchecked]
+    skipped = [described.get(key, repr(key)) for key in keys if key in unchecked]
+    return (text + "".join(f"  - not passed: {label}\n" for label in failed)
+            + "".join(f"  - not checked (the test stopped before it): {label}\n" for label in skipped))
 
 
 def _summary(tests: list[dict], titles: dict[str, str]) -> str:

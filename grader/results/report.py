@@ -102,11 +102,14 @@ def _exercises(a: AssignmentData, folder: Path) -> list[str]:
         checks = []
         for check in test.checks:
             failed = sum(check.key in failed_keys(t, test.checks) for t in tried)
-            checks.append((failed, f"{_pct(failed, len(tried))} failed {escape(check.what or '(no description)')} "
-                                   f"<code>{escape(check.key)}</code>"))
-        checks.sort(key=lambda c: -c[0])
-        passed = sum(1 for failed, _ in checks if not failed)
-        texts = [text for failed, text in checks if failed] + ([f"{passed} check(s) nobody failed"] if passed else [])
+            unreached = sum(check.key in (t.get("unchecked_keys") or []) for t in tried)  # not failures
+            unsaid = f" ({_pct(unreached, len(tried))} not checked: their test stopped before it)" if unreached else ""
+            checks.append((failed, unreached, f"{_pct(failed, len(tried))} failed {escape(check.what or '(no description)')} "
+                                              f"<code>{escape(check.key)}</code>{unsaid}"))
+        checks.sort(key=lambda c: (-c[0], -c[1]))
+        passed = sum(1 for failed, unreached, _ in checks if not failed and not unreached)
+        texts = [text for failed, unreached, text in checks if failed or unreached] \
+            + ([f"{passed} check(s) nobody failed"] if passed else [])
         rows.append([f"<code>{escape(test.grade_id)}</code><br><span class=note>{escape(test.description)}</span>",
                      f"{100 * share:.0f} %", _pct(len(tried), len(results)), "<br>".join(texts) or "-"])
     out.append("<p class=note>Hardest first. A hidden check's share counts the students who attempted the "
