@@ -119,11 +119,13 @@ def cmd_feedback(args) -> int:
 
 def cmd_release_feedback(args) -> int:
     from .engine.outputs import printable
-    from .results.release import release_feedback
+    from .results.release import release_feedback, release_notes
 
     results = release_feedback(args.root, _named(args, args.names + args.assignment), args.student or None)
     for r in results:  # student ids are the students' text: no escape sequence reaches the terminal
-        print(printable(f"{r.student} / {r.assignment}: {r.status}: {r.detail}"))
+        print(printable(f"{r.student} / {r.assignment}: {r.status}" + (f": {r.detail}" if r.detail else "")))
+    for note in release_notes(args.root, results):  # what the lines share, once
+        print(note)
     released = sum(r.status == "released" for r in results)
     left = [r for r in results if not r.ok]
     print(f"{released} released, {len(results) - released - len(left)} collected outside the exchange, "

@@ -346,3 +346,23 @@ def test_collect_says_which_notebook_it_recognised_by_its_cells_and_which_files_
         assert f"{where}: ignored, not a notebook (only .ipynb files are collected)" in lines, done.stdout
     again = grader("--root", root, "collect", inbox)
     assert again.returncode == 0 and f"ann/my copy.ipynb recognised by its cells as {A}.ipynb" in again.stdout
+
+
+def test_release_feedback_says_what_its_lines_share_once(course):
+    """Issue 31 (19): release-feedback repeated one long sentence on every page's line."""
+    root, inbox = course
+    grader("--root", root, "collect", inbox)
+    assert grader("--root", root, "autograde", "--quiet").returncode == 0
+    before = grader("--root", root, "release-feedback", A)
+    assert before.returncode == 2, before.stdout + before.stderr
+    lines = before.stdout.splitlines()
+    assert [line for line in lines if line.endswith(f" / {A}: no feedback")] and \
+        all(line.endswith(f" / {A}: no feedback") for line in lines[:-2]), before.stdout
+    assert before.stdout.count("no feedback generated yet") == 1 and f"feedback {A}`, then release again" in lines[-2]
+    assert grader("--root", root, "feedback", A).returncode == 0
+    after = grader("--root", root, "release-feedback", A)
+    assert after.returncode == 0, after.stdout + after.stderr
+    lines = after.stdout.splitlines()
+    pages = [line for line in lines if f" / {A}: not in the exchange: " in line]
+    assert len(pages) >= 4 and all(line.endswith(f"{A}.html") for line in pages), after.stdout
+    assert after.stdout.count("another way") == 1 and after.stdout.count("submission secret") == 1, after.stdout
