@@ -366,3 +366,24 @@ def test_release_feedback_says_what_its_lines_share_once(course):
     pages = [line for line in lines if f" / {A}: not in the exchange: " in line]
     assert len(pages) >= 4 and all(line.endswith(f"{A}.html") for line in pages), after.stdout
     assert after.stdout.count("another way") == 1 and after.stdout.count("submission secret") == 1, after.stdout
+
+
+def test_the_demo_says_what_each_student_stands_for_and_whose_file_was_refused(course, tmp_path):
+    """Issue 31 (19): the demo's "(1 file(s) rejected)" was followed by dana's line, as if hers were the file
+    refused; and it did not say what each example student stands for."""
+    from grader.demo import STANDS_FOR, collected_lines, example_class
+    from grader.intake.collect import collect
+
+    root = tmp_path / "course"
+    shutil.copytree(course[0], root)
+    shutil.rmtree(root / "submitted", ignore_errors=True)
+    inbox = tmp_path / "inbox"
+    notes = example_class(root, inbox, [A, B])
+    for student in sorted({p.name for p in inbox.iterdir()}):
+        assert any(note.startswith(f"{student}: ") or note.startswith(f"{student} / ") for note in notes), \
+            (student, notes)
+    assert set(STANDS_FOR) == {p.name for p in inbox.iterdir()}
+    lines = collected_lines(collect(root, inbox, [A, B]), inbox)
+    assert lines[0].endswith("1 file(s) refused, each named below:"), lines
+    assert lines[1].startswith(f"refused: Émile Zola / {B} (Émile Zola/{B}.ipynb): "), lines
+    assert len(lines) == 2, lines
