@@ -79,10 +79,14 @@ def cmd_validate(args, limits) -> int:
         except ValueError as error:
             print(unreadable_notebook(args.path, str(error)))
             return 2
-    for result in results:
+    from .results.vocabulary import NOT_ANSWERED, NOT_ANSWERED_REASON, outcome_word
+
+    for result in results:  # in the feedback page's words: passed, wrong, error in your code, not answered
         ok = result.status == "passed"
         failed += not ok
-        print(f"{'PASS' if ok else 'FAIL'}  {result.grade_id}: {result.reason}")
+        word = outcome_word(result.status, result.reason)
+        reason = NOT_ANSWERED_REASON if word == NOT_ANSWERED else result.reason
+        print(f"{word.upper()}  {result.grade_id}: {reason}")
     if not results:
         print("no graded test cells found in this notebook: the locked test cells under each exercise "
               "(they carry nbgrader's metadata) were deleted, or the answers were pasted into a new "

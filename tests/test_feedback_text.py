@@ -72,7 +72,8 @@ def verdict(html: str, grade_id: str) -> str:
     """The text a test cell shows on the page: its verdict line and the list under it ("  - ...")."""
     text = page_text(html)
     cell = text[text.index(f"Grade cell: {grade_id}"):]
-    start = re.search(r"^(PASSED|FAILED|ERROR|MISSING|TIMEOUT|CRASHED|NOT RUN) \(", cell, re.M)
+    start = re.search(r"^(PASSED|WRONG|PARTLY RIGHT|ERROR IN YOUR CODE|NOT ANSWERED|NO NOTEBOOK RECEIVED|TIME LIMIT|"
+                      r"COULD NOT FINISH|NOT RUN) \(", cell, re.M)
     assert start, cell[:2000]
     first, *rest = cell[start.start():].splitlines()
     listed = []
@@ -86,17 +87,17 @@ def verdict(html: str, grade_id: str) -> str:
 def test_the_summary_names_each_test_cells_exercise(pages):
     summary = table_rows(pages["kim"])[0]
     assert summary == [["Exercise", "Test", "Points", "Status"],
-                       ["Exercise 1: clip a value", "test_clip", "0/3", "failed"],
-                       ["Exercise 2: mean of absolute values", "test_mean_abs", "0/2", "error"],
-                       ["Exercise 3: halve a number", "test_halve", "0/1", "error"],
-                       ["Exercise 4: double", "test_double", "0/1", "error"],
+                       ["Exercise 1: clip a value", "test_clip", "0/3", "wrong"],
+                       ["Exercise 2: mean of absolute values", "test_mean_abs", "0/2", "wrong"],
+                       ["Exercise 3: halve a number", "test_halve", "0/1", "error in your code"],
+                       ["Exercise 4: double", "test_double", "0/1", "wrong"],
                        ["Total", "", "0/7", ""]], summary
-    assert [row[-1] for row in table_rows(pages["lea"])[0][1:-1]] == ["missing"] * 4
+    assert [row[-1] for row in table_rows(pages["lea"])[0][1:-1]] == ["no notebook received"] * 4
 
 
 def test_a_failed_visible_check_shows_its_message_as_the_test_writes_it(pages):
     assert verdict(pages["kim"], "test_mean_abs").startswith(
-        'ERROR (0/2): A visible check failed (AssertionError): "mean_abs([-1.0, 3.0]) should be 2.0".')
+        'WRONG (0/2): A visible check failed (AssertionError): "mean_abs([-1.0, 3.0]) should be 2.0".')
     # an f-string's message is shown as written: its values are the student's (here: hidden inputs)
     double = verdict(pages["kim"], "test_double")
     assert '"double(2.0) should be 4.0, got {y}"' in double and "run this test cell" in double, double
@@ -104,7 +105,7 @@ def test_a_failed_visible_check_shows_its_message_as_the_test_writes_it(pages):
 
 def test_every_failed_check_is_described_and_only_those(pages):
     clip = verdict(pages["kim"], "test_clip")
-    assert clip.startswith("FAILED (0/3): Wrong result"), clip
+    assert clip.startswith("WRONG (0/3): Wrong result"), clip
     assert "a value below the range" in clip and "a value inside the range" in clip, clip
     assert "far above" not in pages["kim"], "a check kim passed is listed as failed"
     mean = verdict(pages["kim"], "test_mean_abs")
@@ -128,8 +129,8 @@ def test_hidden_checks_a_stopped_test_never_reached_read_not_checked(pages):
 
 def test_an_error_of_the_students_code_is_told_apart_from_a_failed_check(pages):
     own, check = verdict(pages["kim"], "test_halve"), verdict(pages["kim"], "test_double")
-    assert own.startswith("ERROR (0/1): Your code raised ValueError") and "check failed" not in own, own
-    assert check.startswith("ERROR (0/1): A visible check failed") and "Your code raised" not in check, check
+    assert own.startswith("ERROR IN YOUR CODE (0/1): Your code raised ValueError") and "check failed" not in own, own
+    assert check.startswith("WRONG (0/1): A visible check failed") and "Your code raised" not in check, check
 
 
 def test_no_hidden_input_or_hidden_source_reaches_a_page(pages):

@@ -103,7 +103,11 @@ def test_feedback_shows_verdicts_but_no_hidden_tests(course):
         assert not [t for t in HIDDEN_TEXT if t in html], f"{page} reveals hidden test source"
         assert "hidden tests are not shown" in html
     dan = (root / "feedback" / "dan" / A / f"{A}.html").read_text(encoding="utf-8")
-    assert "ERROR (0/3): A visible check failed (AssertionError)" in dan and "PASSED (2/2)" in dan
+    assert "WRONG (0/3): A visible check failed (AssertionError)" in dan and "PASSED (2/2)" in dan
+    # issue 31 (9): one vocabulary: a wrong answer is "wrong", an unanswered one "not answered", never "error"
+    bob = (root / "feedback" / "bob" / A / f"{A}.html").read_text(encoding="utf-8")
+    assert "NOT ANSWERED (0/3): Not answered yet: the code still raises NotImplementedError." in bob, bob[-3000:]
+    assert "<td>not answered</td>" in bob and "<td>error</td>" not in bob + dan and "ERROR (" not in bob + dan
 
 
 def test_feedback_shows_the_late_penalty_of_the_semester_file_as_it_is_now(course):
@@ -166,7 +170,10 @@ def test_validate_exit_codes(graded, tmp_path, capsys):
     assert main(["validate", str(FIXTURE)]) == 0
     assert main(["validate", str(root / "release" / A / f"{A}.ipynb")]) == 1
     out = capsys.readouterr().out
-    assert "FAIL  test_scale" in out and "0/3 visible checks pass" in out
+    assert "0/3 visible checks pass" in out
+    # issue 31 (9): the feedback page's words, not "raised NotImplementedError"
+    assert "NOT ANSWERED  test_scale: Not answered yet: the code still raises NotImplementedError." in out, out
+    assert "The test raised NotImplementedError" not in out, out
     broken = tmp_path / "broken.ipynb"
     broken.write_text("{")
     assert main(["validate", str(broken)]) == 2

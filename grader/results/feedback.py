@@ -39,6 +39,7 @@ from ..engine.allowlist import clean_html, markdown_html, safe_output
 from ..engine.course import HIDDEN_BEGIN, cell_points, exercise_titles, is_manual, is_test, nbgrader_meta, strip_hidden
 from ..engine.execute import AWAITING, TestResult, verdict_line
 from .report_data import Check, hidden_checks
+from .vocabulary import outcome_word
 
 __all__ = ["HideHiddenTests", "SanitizeStudentHTML", "MarkAwaitingGrades", "feedback_preprocessors", "feedback",
            "STUDENT_MISSING", "student_text"]
@@ -78,6 +79,9 @@ def student_text(test: dict, checks: list[Check]) -> str:
     :data:`STUDENT_MISSING` instead."""
     shown = {**test, "reason": STUDENT_MISSING} if test["status"] == "missing" else test
     text = verdict_line(TestResult(**{k: shown[k] for k in TestResult.__dataclass_fields__ if k in shown}))
+    if test["status"] != "manual":  # the verdict in the student's words (passed, wrong, not answered, ...)
+        word = outcome_word(test["status"], test.get("reason", ""), test.get("points", 0))
+        text = word.upper() + text[text.index(" ("):]
     if test["status"] == "passed":
         return text
     described = {c.key: (f"{c.what} ({c.key!r})" if c.what.strip() else repr(c.key)) for c in checks}
@@ -95,7 +99,9 @@ def _summary(tests: list[dict], titles: dict[str, str]) -> str:
         return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(titles.get(gid) or gid))
 
     rows = "".join(f"<tr><td>{title(t['grade_id'])}</td><td><code>{escape(t['grade_id'])}</code></td>"
-                   f"<td>{t['points']:g}/{t['max_points']:g}</td><td>{escape(t['status'])}</td></tr>" for t in tests)
+                   f"<td>{t['points']:g}/{t['max_points']:g}</td>"
+                   f"<td>{escape(outcome_word(t['status'], t.get('reason', ''), t.get('points', 0)))}</td></tr>"
+                   for t in tests)
     total = (f"<tr><td><strong>Total</strong></td><td></td><td><strong>{sum(t['points'] for t in tests):g}/"
              f"{sum(t['max_points'] for t in tests):g}</strong></td><td></td></tr>")
     missing = f"<p>{escape(STUDENT_MISSING)}</p>" if all(t["status"] == "missing" for t in tests) else ""
