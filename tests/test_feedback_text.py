@@ -57,10 +57,11 @@ def pages(tmp_path_factory) -> dict[str, str]:
         cell.source = KIM.get(nbs.nbgrader_meta(cell).get("grade_id"), cell.source)
     nbs.write_notebook(nb, base / "inbox" / "kim" / f"{A}.ipynb")
     write_corrupt(base / "inbox", "lea", A)
+    nbs.write_notebook(new_notebook(), base / "inbox" / "max" / f"{A}.ipynb")  # valid JSON, no cells
     collect(root, base / "inbox")
     results = autograde(root, workers=1, unsafe=False)
     feedback(root)
-    found = {s: (root / "feedback" / s / A / f"{A}.html").read_text(encoding="utf-8") for s in ("kim", "lea")}
+    found = {s: (root / "feedback" / s / A / f"{A}.html").read_text(encoding="utf-8") for s in ("kim", "lea", "max")}
     from grader.authoring.coursedir import CourseDir
     from grader.results.report import write_report
 
@@ -72,7 +73,7 @@ def verdict(html: str, grade_id: str) -> str:
     """The text a test cell shows on the page: its verdict line and the list under it ("  - ...")."""
     text = page_text(html)
     cell = text[text.index(f"Grade cell: {grade_id}"):]
-    start = re.search(r"^(PASSED|WRONG|PARTLY RIGHT|ERROR IN YOUR CODE|NOT ANSWERED|NO NOTEBOOK RECEIVED|TIME LIMIT|"
+    start = re.search(r"^(PASSED|WRONG|PARTLY RIGHT|ERROR IN YOUR CODE|NOT ANSWERED|NOT IN YOUR NOTEBOOK|NO NOTEBOOK RECEIVED|TIME LIMIT|"
                       r"COULD NOT FINISH|NOT RUN) \(", cell, re.M)
     assert start, cell[:2000]
     first, *rest = cell[start.start():].splitlines()
@@ -232,3 +233,18 @@ def test_a_visible_message_is_shown_only_as_the_visible_source_writes_it(error, 
 
 def test_a_test_cell_that_is_not_plain_python_shows_no_message():
     assert visible_message("AssertionError: f(1) should be 2", "%time x = 1\n" + VISIBLE_SOURCE) == ("", False)
+
+
+def test_a_notebook_without_any_of_the_assignments_cells_is_said_once(pages):
+    """Issue 31 (3): an empty notebook (valid JSON, no cells) read as four "not answered" tests, to the
+    student and to the instructor; each is told once that it holds none of the assignment's cells."""
+    text = page_text(pages["max"])
+    assert text.count("holds none of this assignment's cells") == 1, text[:3000]
+    assert "submit that notebook again" in text and "not answered" not in text.lower(), text[:3000]
+    assert [row[-1] for row in table_rows(pages["max"])[0][1:-1]] == ["not in your notebook"] * 4
+    assert verdict(pages["max"], "test_clip") == "NOT IN YOUR NOTEBOOK (0/3): see the note at the top of this page."
+    table = pages["table"]
+    said = [line.strip() for line in table.splitlines() if line.strip().startswith(f"max / {A}")]
+    assert said == [f"max / {A}: {A}.ipynb holds none of the assignment's cells (an empty notebook, or another file "
+                    "handed in), so every test reads as not answered; ask the student to submit the assignment's "
+                    "own notebook"], table

@@ -38,8 +38,9 @@ from ..authoring.invocation import command
 from ..engine.allowlist import clean_html, markdown_html, safe_output
 from ..engine.course import HIDDEN_BEGIN, cell_points, exercise_titles, is_manual, is_test, nbgrader_meta, strip_hidden
 from ..engine.execute import AWAITING, TestResult, verdict_line
+from .foreign import STUDENT_NOTE, foreign_notebooks
 from .report_data import Check, hidden_checks
-from .vocabulary import outcome_word
+from .vocabulary import NOT_IN_NOTEBOOK, outcome_word
 
 __all__ = ["HideHiddenTests", "SanitizeStudentHTML", "MarkAwaitingGrades", "feedback_preprocessors", "feedback",
            "STUDENT_MISSING", "student_text"]
@@ -56,17 +57,19 @@ class HideHiddenTests(Preprocessor):
     def preprocess(self, nb, resources):
         verdicts = _verdicts(resources)
         source, checks = _source(resources), _checks(resources)
+        foreign = _foreign(resources)  # none of the assignment's cells in it: said once, not per test
         for cell in nb.cells:
             if HIDDEN_BEGIN in cell.get("source", ""):
                 cell.source = strip_hidden(cell.source)
             if is_test(cell):
                 test = verdicts.get(nbgrader_meta(cell).get("grade_id"))
-                text = student_text(test, checks.get(test["grade_id"], [])) if test else \
-                    "(no verdict recorded for this test)\n"
+                text = ((f"{NOT_IN_NOTEBOOK.upper()} (0/{test['max_points']:g}): see the note at the top of this "
+                         "page.\n") if foreign else student_text(test, checks.get(test["grade_id"], []))) if test \
+                    else "(no verdict recorded for this test)\n"
                 cell.outputs = [new_output("stream", name="stdout", text=text)]
         if verdicts:
             titles = exercise_titles(source) if source is not None else {}
-            nb.cells.insert(0, new_markdown_cell(_summary(list(verdicts.values()), titles)))
+            nb.cells.insert(0, new_markdown_cell(_summary(list(verdicts.values()), titles, foreign)))
         return nb, resources
 
 
@@ -93,18 +96,27 @@ def student_text(test: dict, checks: list[Check]) -> str:
             + "".join(f"  - not checked (the test stopped before it): {label}\n" for label in skipped))
 
 
-def _summary(tests: list[dict], titles: dict[str, str]) -> str:
+def _foreign(resources) -> bool:
+    """Whether this page's notebook, as handed in, holds none of its assignment's cells."""
+    info = resources.get("nbgrader", {})
+    assignment = info.get("assignment", "")
+    return bool(foreign_notebooks(CourseDir(_course_root(resources)), info.get("student", ""), assignment,
+                                  [info.get("notebook") or assignment]))
+
+
+def _summary(tests: list[dict], titles: dict[str, str], foreign: bool = False) -> str:
     """The page's first cell: one row per graded test cell (exercise, points, status), as HTML."""
     def title(gid: str) -> str:
         return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(titles.get(gid) or gid))
 
     rows = "".join(f"<tr><td>{title(t['grade_id'])}</td><td><code>{escape(t['grade_id'])}</code></td>"
                    f"<td>{t['points']:g}/{t['max_points']:g}</td>"
-                   f"<td>{escape(outcome_word(t['status'], t.get('reason', ''), t.get('points', 0)))}</td></tr>"
+                   f"<td>{escape(NOT_IN_NOTEBOOK if foreign else outcome_word(t['status'], t.get('reason', ''), t.get('points', 0)))}</td></tr>"
                    for t in tests)
     total = (f"<tr><td><strong>Total</strong></td><td></td><td><strong>{sum(t['points'] for t in tests):g}/"
              f"{sum(t['max_points'] for t in tests):g}</strong></td><td></td></tr>")
-    missing = f"<p>{escape(STUDENT_MISSING)}</p>" if all(t["status"] == "missing" for t in tests) else ""
+    missing = f"<p>{escape(STUDENT_MISSING)}</p>" if all(t["status"] == "missing" for t in tests) else \
+        f"<p><strong>{escape(STUDENT_NOTE)}</strong></p>" if foreign else ""
     return ("<h2>Summary</h2>" + missing + "<table><thead><tr><th>Exercise</th><th>Test</th><th>Points</th>"
             "<th>Status</th></tr></thead><tbody>" + rows + total + "</tbody></table>")
 

@@ -20,12 +20,14 @@ from pathlib import Path
 from ..authoring.coursedir import CourseDir
 from ..engine.execute import LEFT_AS_RELEASED
 from ..engine.outputs import printable
+from .foreign import INSTRUCTOR_NOTE, foreign_notebooks
 from .gradebook import Outcome
 from .late import lateness, semester_of
 from .manual import AWAITING, awaiting, final_score, manual_scores, score_key
 
 __all__ = ["ATTENTION", "grade_table"]
 
+NOT_FOUND = "was not found in the submission"  # merge's problem for an answer cell the notebook lacks
 NOT_ATTEMPTED = "NotImplementedError"  # in the reason of a test whose stub was left as released
 ATTENTION = ("timeout", "crashed", "not run", "missing")  # beyond a wrong answer
 
@@ -67,10 +69,13 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
                 else:
                     absent[name] += 1
                 continue
-            reasons = list(o.problems) + [f"{score_key(t)}: {t['status']} - {t['reason']}" for t in o.tests
+            foreign = foreign_notebooks(course, student, name)
+            problems = [p for p in o.problems if not (foreign and NOT_FOUND in p)]  # one line says it for them all
+            reasons = problems + [f"{score_key(t)}: {t['status']} - {t['reason']}" for t in o.tests
                                           if t["status"] in ATTENTION and t["status"] != "missing"]
+            reasons += [INSTRUCTOR_NOTE.format(names=", ".join(f"{n}.ipynb" for n in foreign))] if foreign else []
             attention += [f"{where}: {_for_instructor(r)}" for r in dict.fromkeys(reasons)]
-            failures += _failures(where, o.tests)
+            failures += [] if foreign else _failures(where, o.tests)  # not ten "not attempted": said once above
         lines.append(printable(student).ljust(width) + "".join(cells))
     if late:
         lines += ["", "late submissions:"] + [f"  {line}" for line in late]

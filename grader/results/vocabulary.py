@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from ..engine.execute import LEFT_AS_RELEASED
 
-__all__ = ["PASSED", "WRONG", "OWN_ERROR", "NOT_ANSWERED", "NOT_ANSWERED_REASON", "outcome_word"]
+__all__ = ["PASSED", "WRONG", "OWN_ERROR", "NOT_ANSWERED", "NOT_IN_NOTEBOOK", "NOT_ANSWERED_REASON", "outcome_word"]
 
 PASSED, WRONG, OWN_ERROR, NOT_ANSWERED = "passed", "wrong", "error in your code", "not answered"
+NOT_IN_NOTEBOOK = "not in your notebook"  # every test of a notebook handed in without the assignment's cells
 NOT_ANSWERED_REASON = "Not answered yet: the code still raises NotImplementedError."  # the feedback page's words
 OTHER = {"timeout": "time limit", "crashed": "could not finish", "not run": "not run", "missing": "no notebook received",
          "manual": "graded by hand"}
