@@ -7,6 +7,7 @@ and a batch killed with SIGKILL and resumed with other workers, ending with iden
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -27,6 +28,7 @@ from grader.results.export import export_csv
 from grader.results.feedback import feedback
 from grader.results.table import grade_table
 from grader.running.batch import autograde
+from page_payloads import table_rows
 
 EXPECTED = {"Zoë Ñ": 6.0, "bob": 0.0, "carol": 0.0, "dan": 3.0, "eve": 2.0}
 HIDDEN_TEXT = ["manual_seed(1)", "generator=g", "linspace(0, 1, 11"]
@@ -120,6 +122,13 @@ def test_feedback_shows_the_late_penalty_of_the_semester_file_as_it_is_now(cours
     for student, penalty in (("Zoë Ñ", 3.0), ("eve", 2.0)):  # raw 6 -> 3; raw 2 -> capped at 2
         page = (root / "feedback" / student / A / f"{A}.html").read_text(encoding="utf-8")
         assert f"Late submission penalty (Score: -{penalty})" in page, student
+        # issue 31 (5): one total, nbgrader's header's, with the penalty where the score is (not the raw sum too)
+        raw = EXPECTED[student]
+        header = re.search(rf"{A} \(Score: ([\d.]+) / 6\.0\)", page)
+        assert header and float(header.group(1)) == raw - penalty, (student, header and header.group(0))
+        total = table_rows(page)[0][-1]
+        assert total[:3] == ["Total", "", f"{raw - penalty:g}/6 ({raw:g} less {penalty:g} for the late submission)"], \
+            (student, total)
 
 
 def test_export_writes_one_row_per_student(graded, tmp_path):

@@ -69,7 +69,8 @@ class HideHiddenTests(Preprocessor):
                 cell.outputs = [new_output("stream", name="stdout", text=text)]
         if verdicts:
             titles = exercise_titles(source) if source is not None else {}
-            nb.cells.insert(0, new_markdown_cell(_summary(list(verdicts.values()), titles, foreign)))
+            nb.cells.insert(0, new_markdown_cell(_summary(list(verdicts.values()), titles, foreign,
+                                                          _late_penalty(resources))))
         return nb, resources
 
 
@@ -104,7 +105,21 @@ def _foreign(resources) -> bool:
                                   [info.get("notebook") or assignment]))
 
 
-def _summary(tests: list[dict], titles: dict[str, str], foreign: bool = False) -> str:
+def _late_penalty(resources) -> float:
+    """The late penalty of this page's notebook in nbgrader's gradebook (what nbgrader's own header subtracts)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    info = resources.get("nbgrader", {})
+    try:
+        with Gradebook(info["db_url"]) as gb:
+            found = gb.find_submission_notebook(info.get("notebook") or info["assignment"], info["assignment"],
+                                                info["student"])
+            return float(found.late_submission_penalty or 0.0)
+    except (KeyError, MissingEntry):
+        return 0.0
+
+
+def _summary(tests: list[dict], titles: dict[str, str], foreign: bool = False, penalty: float = 0.0) -> str:
     """The page's first cell: one row per graded test cell (exercise, points, status), as HTML."""
     def title(gid: str) -> str:
         return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(titles.get(gid) or gid))
@@ -113,8 +128,10 @@ def _summary(tests: list[dict], titles: dict[str, str], foreign: bool = False) -
                    f"<td>{t['points']:g}/{t['max_points']:g}</td>"
                    f"<td>{escape(NOT_IN_NOTEBOOK if foreign else outcome_word(t['status'], t.get('reason', ''), t.get('points', 0)))}</td></tr>"
                    for t in tests)
-    total = (f"<tr><td><strong>Total</strong></td><td></td><td><strong>{sum(t['points'] for t in tests):g}/"
-             f"{sum(t['max_points'] for t in tests):g}</strong></td><td></td></tr>")
+    earned, top = sum(t["points"] for t in tests), sum(t["max_points"] for t in tests)
+    late = f" ({earned:g} less {penalty:g} for the late submission)" if penalty else ""  # one total: nbgrader's
+    total = (f"<tr><td><strong>Total</strong></td><td></td><td><strong>{round(earned - penalty, 6):g}/"
+             f"{top:g}</strong>{late}</td><td></td></tr>")
     missing = f"<p>{escape(STUDENT_MISSING)}</p>" if all(t["status"] == "missing" for t in tests) else \
         f"<p><strong>{escape(STUDENT_NOTE)}</strong></p>" if foreign else ""
     return ("<h2>Summary</h2>" + missing + "<table><thead><tr><th>Exercise</th><th>Test</th><th>Points</th>"
