@@ -138,7 +138,8 @@ def test_autograde_again_says_nothing_new_and_lists_absentees_only_when_due(cour
     assert f"{B}: 4 of 5 student(s) (no due date set" in again.stdout, again.stdout
     # the whole reason, and the refused upload worded for the instructor
     dan = next(line for line in again.stdout.splitlines() if line.strip().startswith(f"dan / {A}: test_pairwise"))
-    assert dan.endswith("to read its message."), dan
+    assert dan.endswith("to see the values left out as ...)."), dan  # whole, and no {expression} (issue 31, 8)
+    assert "got ..." in dan and "{" not in dan, dan
     assert f"fay / {A}: rejected at collect, ask the student to re-submit" in again.stdout, again.stdout
     _set_due_date(root, B, datetime.now(timezone.utc) + timedelta(days=3))
     future = grader("--root", root, "autograde", "--quiet").stdout
