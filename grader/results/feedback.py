@@ -42,7 +42,7 @@ from .foreign import STUDENT_NOTE, foreign_notebooks
 from .report_data import Check, hidden_checks
 from .vocabulary import NOT_IN_NOTEBOOK, outcome_word
 
-__all__ = ["HideHiddenTests", "SanitizeStudentHTML", "MarkAwaitingGrades", "feedback_preprocessors", "feedback",
+__all__ = ["HideHiddenTests", "SanitizeStudentHTML", "MarkAwaitingGrades", "FitPage", "feedback_preprocessors", "feedback",
            "STUDENT_MISSING", "student_text"]
 
 STUDENT_MISSING = ("No notebook of yours could be read for this assignment, so nothing in it was graded: download "
@@ -215,13 +215,36 @@ def _mark_awaiting(cell) -> None:
         cell.source = f"{cell.source}\n\n<p><strong>{line}</strong></p>"
 
 
+# The page fits any window: a verdict or printed line wraps instead of being cut at the box's edge, a figure
+# shrinks to the page's width (keeping its proportions), a wide table scrolls inside its cell.
+FIT_CSS = """
+div.output_area pre, div.output_subarea pre, div.output_text pre, div.text_cell_render pre {
+  white-space: pre-wrap !important; overflow-wrap: anywhere !important; word-break: break-word; }
+div.output_area, div.output_subarea, div.inner_cell, div.text_cell_render { min-width: 0; max-width: 100%; }
+div.output_area img, div.output_subarea img, div.text_cell_render img {
+  max-width: 100% !important; height: auto !important; }
+div.output_subarea table, div.text_cell_render table { display: block; max-width: 100%; overflow-x: auto; }
+div#notebook-container { max-width: 100%; box-sizing: border-box; }
+"""
+
+
+class FitPage(Preprocessor):
+    """Adds :data:`FIT_CSS` to the page's inlined styles (after nbconvert's own, from CSSHTMLHeaderPreprocessor)."""
+
+    enabled = Bool(True)
+
+    def preprocess(self, nb, resources):
+        resources.setdefault("inlining", {}).setdefault("css", []).append(FIT_CSS)
+        return nb, resources
+
+
 def feedback_preprocessors() -> list:
     """What nbgrader's generate_feedback runs, in order: hide hidden tests, sanitize, grades, the
     answers awaiting manual grading, CSS."""
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import GetGrades
 
-    return [HideHiddenTests, SanitizeStudentHTML, GetGrades, MarkAwaitingGrades, CSSHTMLHeaderPreprocessor]
+    return [HideHiddenTests, SanitizeStudentHTML, GetGrades, MarkAwaitingGrades, CSSHTMLHeaderPreprocessor, FitPage]
 
 
 def _course_root(resources) -> Path:
