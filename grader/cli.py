@@ -72,7 +72,15 @@ def cmd_collect(args) -> int:
 
     inbox = args.inbox
     if inbox is None:  # the course's own exchange, where `nbgrader submit` puts what students hand in
+        from .authoring.config import configured_course_id
+
         inbox = CourseDir(args.root).exchange
+        inbound = inbox / configured_course_id(args.root) / "inbound"
+        if not inbound.is_dir():  # never read the exchange's other folders (outbound: the release) as students
+            raise GraderError(f"nothing can have been submitted to the course's exchange yet ({inbound} does not "
+                              f"exist): run `{command('release', args.root)}` first; students then submit in "
+                              "JupyterLab (Nbgrader > Assignment List, Submit). To collect uploads, name their "
+                              "folder: `" + command("collect INBOX", args.root) + "`")
         print(f"collecting from the course's exchange {inbox} (students' Submit in JupyterLab); "
               "name a folder to collect uploads from it instead")
     report = collect(args.root, inbox, _named(args, args.assignment), check_owner=args.check_owner)

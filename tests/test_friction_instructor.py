@@ -309,6 +309,22 @@ def test_collect_without_an_inbox_reads_the_courses_own_exchange(tmp_path):
     assert (root / "submitted" / "ann" / A / f"{A}.ipynb").read_bytes() == FIXTURE.read_bytes()
 
 
+def test_collect_without_an_inbox_never_reads_the_release_as_a_student(tmp_path):
+    """Without INBOX and with no inbound folder (not released yet), the exchange's other folders (outbound: the
+    released notebooks) must not be read as one folder per student."""
+    from grader.authoring.config import configured_course_id
+
+    root = tmp_path / "course"
+    build(root, FIXTURE.parent)
+    outbound = root / "exchange" / configured_course_id(root) / "outbound" / A
+    outbound.mkdir(parents=True)
+    shutil.copyfile(FIXTURE, outbound / f"{A}.ipynb")
+    done = grader("--root", root, "collect")
+    assert done.returncode == 2 and "inbound does not exist" in done.stderr and " release" in done.stderr, \
+        done.stdout + done.stderr
+    assert not (root / "submitted").exists(), sorted(p.name for p in (root / "submitted").iterdir())
+
+
 def test_collect_pointed_at_one_student_or_at_loose_files_says_what_to_do_and_fails(tmp_path):
     """Issue 31 (11): collect pointed at one student's folder, or at an LMS export's loose files
     (ann_01_fixture.ipynb), collected nothing with exit status 0 and no hint."""
