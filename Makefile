@@ -9,6 +9,11 @@ STAMP := $(VENV)/.installed
 SANDBOX_PACKAGES ?= bubblewrap  # grading kernels run under bubblewrap (demo, test, bench)
 BROWSER_PACKAGES ?= chromium    # only the browser test (part of make test) drives a browser
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# torch's profiler (libkineto) writes "USDT: ... profiler_start/stop" lines straight to the process's stderr
+# at every profile (notebook 06, the diagrams' tests), which nbconvert's and nbval's kernels pass to the
+# terminal. Its levels run VERBOSE 0 .. ERROR 4, USDT 5: only 6 silences them, kineto's own error lines
+# included (torch still raises its errors in Python). Set KINETO_LOG_LEVEL=4 to see those.
+export KINETO_LOG_LEVEL ?= 6
 
 .PHONY: help setup sandbox-deps browser-deps test test-fast notebooks demo lab instructor-lab bench clean
 

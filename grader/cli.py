@@ -13,6 +13,7 @@ from .authoring.invocation import command
 
 __all__ = ["main"]
 
+ASSIGNMENT_HELP = "only this assignment (repeat for several; default: all)"
 COURSE_HELP = "the folder of source notebooks (default: ./course, else the course/ folder of this checkout)"
 
 
@@ -54,7 +55,7 @@ def cmd_build(args) -> int:
 def cmd_release(args) -> int:
     from .authoring.assembly import build, release
 
-    if args.build or not CourseDir(args.root).assignments():
+    if args.build:  # a course that exists: main() refused a folder that is none
         build(args.root, args.course)
     from .results.late import sync
 
@@ -69,9 +70,25 @@ def cmd_collect(args) -> int:
     from .intake.collect import collect
     from .intake.summary import collect_lines
 
-    report = collect(args.root, args.inbox, _named(args, args.assignment), check_owner=args.check_owner)
-    for line in collect_lines(report, str(args.inbox)):  # student ids and file names are the students' text
+    inbox = args.inbox
+    if inbox is None:  # the course's own exchange, where `nbgrader submit` puts what students hand in
+        from .authoring.config import configured_course_id
+
+        inbox = CourseDir(args.root).exchange
+        inbound = inbox / configured_course_id(args.root) / "inbound"
+        if not inbound.is_dir():  # never read the exchange's other folders (outbound: the release) as students
+            raise GraderError(f"nothing can have been submitted to the course's exchange yet ({inbound} does not "
+                              f"exist): run `{command('release', args.root)}` first; students then submit in "
+                              "JupyterLab (Nbgrader > Assignment List, Submit). To collect uploads, name their "
+                              "folder: `" + command("collect INBOX", args.root) + "`")
+        print(f"collecting from the course's exchange {inbox} (students' Submit in JupyterLab); "
+              "name a folder to collect uploads from it instead")
+    report = collect(args.root, inbox, _named(args, args.assignment), check_owner=args.check_owner)
+    for line in collect_lines(report, str(inbox)):  # student ids and file names are the students' text
         print(printable(line))
+    if not (report.accepted or report.unchanged):  # a script or a tired instructor must not read this as done
+        print(f"course-grader collect: nothing collected from {inbox}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -110,11 +127,13 @@ def cmd_feedback(args) -> int:
 
 def cmd_release_feedback(args) -> int:
     from .engine.outputs import printable
-    from .results.release import release_feedback
+    from .results.release import release_feedback, release_notes
 
     results = release_feedback(args.root, _named(args, args.names + args.assignment), args.student or None)
     for r in results:  # student ids are the students' text: no escape sequence reaches the terminal
-        print(printable(f"{r.student} / {r.assignment}: {r.status}: {r.detail}"))
+        print(printable(f"{r.student} / {r.assignment}: {r.status}" + (f": {r.detail}" if r.detail else "")))
+    for note in release_notes(args.root, results):  # what the lines share, once
+        print(note)
     released = sum(r.status == "released" for r in results)
     left = [r for r in results if not r.ok]
     print(f"{released} released, {len(results) - released - len(left)} collected outside the exchange, "
@@ -187,6 +206,12 @@ def cmd_similarity(args) -> int:
     except FileNotFoundError as error:
         print(f"course-grader similarity: {error}", file=sys.stderr)
         return 2
+    handed_in = result.students()
+    if len(handed_in) < 2:  # no pair to compare: not "0 pair(s) flagged", which reads as a class checked
+        print(f"course-grader similarity: {len(handed_in) or 'no'} submission(s) of {result.assignment} with "
+              f"answers, so no pair to compare; collect the class's notebooks first "
+              f"(`{command('collect INBOX', args.root)}`)", file=sys.stderr)
+        return 2
     for p in result.flagged:  # student ids are untrusted text: no escape sequence reaches the terminal
         print(printable(f"FLAGGED {p.exercise}: {p.a} and {p.b} (similarity {p.similarity:.2f}, z {p.z:.1f})"))
     for m in result.sources:
@@ -234,37 +259,42 @@ def parser() -> argparse.ArgumentParser:
                    help="nbgrader's course id, written into nbgrader_config.py (default: the course's current one; "
                         "d2lite for a new course)")
     p = subcommand("release", cmd_release, "generate the student versions (nbgrader generate_assignment)")
-    p.add_argument("assignment", nargs="*")
+    p.add_argument("assignment", nargs="*", help="only these assignments (default: all)")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
     p.add_argument("--build", action="store_true", help="rebuild from the course notebooks first")
     p = subcommand("collect", cmd_collect, "import submissions: one folder or zip per student, or an nbgrader exchange")
-    p.add_argument("inbox", type=Path)
-    p.add_argument("--assignment", action="append", default=[])
+    p.add_argument("inbox", type=Path, nargs="?", default=None,
+                   help="the folder of uploads (INBOX/<student>/ or INBOX/<student>.zip), or an nbgrader exchange "
+                        "(default: the course's own exchange, ROOT/exchange)")
+    p.add_argument("--assignment", action="append", default=[], metavar="NAME", help=ASSIGNMENT_HELP)
     p.add_argument("--no-check-owner", dest="check_owner", action="store_false",
                    help="exchange only: accept submission folders not owned by the student they name "
                         "(for an exchange copied without its owners)")
     p = subcommand("autograde", cmd_autograde, "grade submissions (sandboxed, resumable, idempotent)")
     p.add_argument("names", nargs="*", metavar="assignment", help="only these assignments (default: all)")
-    p.add_argument("--assignment", action="append", default=[])
-    p.add_argument("--student", action="append", default=[])
+    p.add_argument("--assignment", action="append", default=[], metavar="NAME", help=ASSIGNMENT_HELP)
+    p.add_argument("--student", action="append", default=[], metavar="ID",
+                   help="only this student (repeat for several); the table shows only them")
     p.add_argument("--force", action="store_true", help="regrade submissions already graded")
     grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)))
     p = subcommand("feedback", cmd_feedback, "write HTML feedback per student (hidden tests not shown)")
     p.add_argument("names", nargs="*", metavar="assignment", help="only these assignments (default: all)")
-    p.add_argument("--assignment", action="append", default=[])
-    p.add_argument("--student", action="append", default=[])
+    p.add_argument("--assignment", action="append", default=[], metavar="NAME", help=ASSIGNMENT_HELP)
+    p.add_argument("--student", action="append", default=[], metavar="ID",
+                   help="only this student (repeat for several)")
     p = subcommand("release-feedback", cmd_release_feedback,
                    "put the feedback into the nbgrader exchange: students fetch it from their Assignments tab")
     p.add_argument("names", nargs="*", metavar="assignment", help="only these assignments (default: all)")
-    p.add_argument("--assignment", action="append", default=[])
-    p.add_argument("--student", action="append", default=[])
+    p.add_argument("--assignment", action="append", default=[], metavar="NAME", help=ASSIGNMENT_HELP)
+    p.add_argument("--student", action="append", default=[], metavar="ID",
+                   help="only this student (repeat for several)")
     p = subcommand("export", cmd_export, "write grades as CSV (nbgrader's exporter columns)")
     p.add_argument("--to", type=Path, default=None, help="CSV path (default: ROOT/grades.csv)")
     p = subcommand("validate", cmd_validate, "student self-check: run the visible tests of one notebook")
-    p.add_argument("path", type=Path)
-    p.add_argument("--cell-timeout", type=float, default=None)
+    p.add_argument("path", type=Path, help="the notebook to check, e.g. build/student/01_tensors/01_tensors.ipynb")
+    p.add_argument("--cell-timeout", type=float, default=None, help="seconds per cell (default 300)")
     p = subcommand("check", cmd_check, "course quality gate on source notebooks (default: course/)")
-    p.add_argument("paths", type=Path, nargs="*")
+    p.add_argument("paths", type=Path, nargs="*", help="source notebooks or course folders (default: course/)")
     p.add_argument("--thorough", action="store_true",
                    help="(c) with one kernel per exercise on a copy cut after it (default: one kernel per notebook)")
     p.add_argument("--allow-asserts", action="store_true",
@@ -280,11 +310,26 @@ def parser() -> argparse.ArgumentParser:
     p = subcommand("report", cmd_report, "the class report: HTML page and figures in ROOT/report/ (grades unchanged)")
     p.add_argument("--student", default=None, help="one student's progress across the course")
     p = subcommand("similarity", cmd_similarity, "pairs of students whose answers are too alike (grades unchanged)")
-    p.add_argument("assignment")
+    p.add_argument("assignment", help="the assignment whose submissions are compared")
     p = subcommand("lab", cmd_lab, "JupyterLab on the released student notebooks (--instructor: sources + formgrader)")
-    p.add_argument("--instructor", action="store_true")
+    p.add_argument("--instructor", action="store_true",
+                   help="the instructor's lab: the course sources and formgrader on the course directory "
+                        "(default: the student's lab on build/student/)")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
     return top
+
+
+# The commands that act on a course that `build` made: on any other folder (a mistyped --root, `release` before
+# `build`) they stop before writing anything there. `lab` builds only the default course (`make lab` on a fresh
+# clone); `demo`, `check` and `validate` need no course directory.
+NEEDS_COURSE = {"release", "collect", "autograde", "feedback", "release-feedback", "export", "report", "similarity"}
+
+
+def needs_course(args) -> bool:
+    """Whether ``args`` names a command that must find a built course at ``--root``."""
+    if args.command == "lab":
+        return Path(args.root).resolve() != DEFAULT_ROOT.resolve()
+    return args.command in NEEDS_COURSE
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -292,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     from .engine.sandbox import SandboxUnavailable
 
     try:
+        if needs_course(args):
+            assignments(args.root)  # GraderError: not a course, run build first
         return args.func(args)
     except (GraderError, SandboxUnavailable) as error:
         print(f"course-grader {args.command}: {error}", file=sys.stderr)

@@ -25,7 +25,16 @@ from .authoring.assembly import GraderError, build, release
 from .authoring.coursedir import CourseDir
 from .engine import course as nbs
 
-__all__ = ["MISTAKES", "example_class", "run_demo"]
+__all__ = ["MISTAKES", "STANDS_FOR", "example_class", "collected_lines", "run_demo"]
+
+STANDS_FOR = {  # what each example student shows, printed before grading
+    "ada lovelace": "every exercise solved (the instructor's solutions): full marks",
+    "ben": "hands in the release untouched: every exercise \"not answered\"",
+    "chen": "solved the first half of the exercises and left the rest as released",
+    "dana": "solved everything with typical mistakes",
+    "Émile Zola": "a unicode id with a space; solved everything, but the second notebook's upload is cut off "
+                  "(rejected at collect, on purpose)",
+}
 
 # assignment -> grade_id -> (correct text, mistaken text): applied only where the text is found.
 MISTAKES = {
@@ -47,13 +56,13 @@ def _with_mistakes(nb: nbs.NotebookNode, assignment: str) -> tuple[nbs.NotebookN
 
 def example_class(root: Path, inbox: Path, names: list[str]) -> list[str]:
     """Write the example submissions into ``inbox`` (one folder per student); return notes."""
-    notes = []
+    notes = [f"{student}: {what}" for student, what in STANDS_FOR.items() if student != "dana"]
     for index, assignment in enumerate(names):
         source = nbs.read_notebook(CourseDir(root).source_notebook(assignment))
         exercises = nbs.exercises(source)
         unsolved = {gid for e in exercises[len(exercises) // 2:] for gid in e.solution_ids}
         mistaken, applied = _with_mistakes(nbs.read_notebook(CourseDir(root).source_notebook(assignment)), assignment)
-        notes.append(f"dana / {assignment}: mistakes in {', '.join(applied) or 'nothing (no known mistake)'}")
+        notes.append(f"dana / {assignment}: {STANDS_FOR['dana']}, in {', '.join(applied) or 'nothing (no known mistake)'}")
         submissions = {
             "ada lovelace": source,
             "ben": nbs.read_notebook(CourseDir(root).released_notebook(assignment)),
@@ -67,6 +76,18 @@ def example_class(root: Path, inbox: Path, names: list[str]) -> list[str]:
             if student == "Émile Zola" and index == 1:
                 path.write_text(path.read_text(encoding="utf-8")[:500], encoding="utf-8")  # cut off mid-upload
     return notes
+
+
+def collected_lines(report, inbox: Path) -> list[str]:
+    """What collect did with the example class: the count, then each refused file named with its student."""
+    lines = [f"collected {len(report.accepted)} submissions from {inbox}/"
+             + (f"; {len(report.rejected)} file(s) refused, each named below:" if report.rejected else "")]
+    stored = {item.where: item for item in report.imported if item.rejected}
+    for refused in report.rejected:
+        item = stored.get(refused.where)
+        who = f"{item.student} / {item.assignment} ({refused.where})" if item else refused.where
+        lines.append(f"refused: {who}: {refused.reason}")
+    return lines
 
 
 def run_demo(root: Path, *, workers: int = 2, unsafe: bool = False, limits=None, everything: bool = False,
@@ -93,11 +114,12 @@ def run_demo(root: Path, *, workers: int = 2, unsafe: bool = False, limits=None,
     print(f"[{time.monotonic() - start:5.0f} s] built and released {', '.join(chosen)} in {root}/")
     inbox = root / "inbox"
     notes = example_class(root, inbox, chosen)
-    report = collect(root, inbox, chosen)
-    print(f"[{time.monotonic() - start:5.0f} s] collected {len(report.accepted)} submissions from {inbox}/ "
-          f"({len(report.rejected)} file(s) rejected)")
+    print(f"[{time.monotonic() - start:5.0f} s] the example class, one folder per student in {inbox}/:")
     for note in notes:
         print(f"        {note}")
+    report = collect(root, inbox, chosen)
+    for line in collected_lines(report, inbox):
+        print(f"[{time.monotonic() - start:5.0f} s] {line}" if line.startswith("collected") else f"        {line}")
     results = autograde(root, assignments=chosen, workers=workers, limits=limits, unsafe=unsafe, progress=True)
     print(f"[{time.monotonic() - start:5.0f} s] graded\n")
     print(grade_table(root, results))

@@ -39,9 +39,22 @@ def unreadable_notebook(path: Path, why: str) -> str:
     back = (f"JupyterLab kept the version of your last save (its checkpoint): `cp {shlex.quote(str(checkpoint))} "
             f"{shlex.quote(str(path))}` puts it back (in JupyterLab: File > Revert Notebook to Checkpoint)"
             if checkpoint.is_file() else "if JupyterLab still opens it, File > Revert Notebook to Checkpoint")
-    return (f"cannot validate {path}: {why}. To get a previous version back: {back}; or start again from the "
-            f"released notebook (with `make lab`: rename the folder {STUDENT_DIR}/{path.parent.name}/, run "
-            f"`make lab` again, which copies the release there, and paste your answers into the new copy)")
+    return f"cannot validate {path}: {why}. To get a previous version back: {back}; or {_fresh_copy(path)}"
+
+
+def _fresh_copy(path: Path) -> str:
+    """How to start again from the released notebook: through ``make lab`` for a copy it made (the folder
+    ``build/student/<assignment>/``), otherwise from wherever the student got it (no folder invented)."""
+    try:
+        inside = path.resolve().relative_to(STUDENT_DIR.resolve()).parts
+    except ValueError:
+        inside = ()
+    if len(inside) == 2:  # build/student/<assignment>/<notebook>.ipynb, as make lab copies it
+        return (f"start again from the released notebook (with `make lab`: rename the folder "
+                f"{STUDENT_DIR}/{inside[0]}/, run `make lab` again, which copies the release there, and paste "
+                "your answers into the new copy)")
+    return ("start again from the released notebook, where you got it (JupyterLab's Assignments tab: Fetch; or "
+            "your course's page), and paste your answers into the new copy")
 
 
 def cmd_validate(args, limits) -> int:
@@ -66,10 +79,14 @@ def cmd_validate(args, limits) -> int:
         except ValueError as error:
             print(unreadable_notebook(args.path, str(error)))
             return 2
-    for result in results:
+    from .results.vocabulary import NOT_ANSWERED, NOT_ANSWERED_REASON, outcome_word
+
+    for result in results:  # in the feedback page's words: passed, wrong, error in your code, not answered
         ok = result.status == "passed"
         failed += not ok
-        print(f"{'PASS' if ok else 'FAIL'}  {result.grade_id}: {result.reason}")
+        word = outcome_word(result.status, result.reason)
+        reason = NOT_ANSWERED_REASON if word == NOT_ANSWERED else result.reason
+        print(f"{word.upper()}  {result.grade_id}: {reason}")
     if not results:
         print("no graded test cells found in this notebook: the locked test cells under each exercise "
               "(they carry nbgrader's metadata) were deleted, or the answers were pasted into a new "

@@ -17,6 +17,7 @@ student is still collected.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import pwd
 import re
@@ -299,7 +300,7 @@ def test_ids_that_name_one_student_are_all_refused(course, tmp_path, first, seco
     report = collect(course, inbox)
     assert set(reasons(report)) == {first, second}
     assert repr(second) in reasons(report)[first] and repr(first) in reasons(report)[second]
-    assert sorted(p.name for p in (course / "submitted").iterdir()) == ["carol"]
+    assert [p.parent.parent.name for p in (course / "submitted").glob(f"*/{A}/*.ipynb")] == ["carol"]
 
 
 def test_a_refused_collision_keeps_what_was_collected_before(course, tmp_path):
@@ -573,3 +574,33 @@ def test_stock_nbgrader_feedback_is_sanitized_too(graded, tmp_path):
     stock_nbgrader(copy, "generate_feedback", A, "--student", "xss", "--force")
     page = (copy / "feedback" / "xss" / A / f"{A}.html").read_text(encoding="utf-8")
     assert active_markup(page) == [] and "&lt;script&gt;window.pwned_script" in page
+
+
+def test_uploads_refused_for_clashing_ids_are_carried_to_the_table_and_the_export(course, tmp_path):
+    """Issue 31 (2): uploads refused because their ids name one student (bob/, Bob/, bob.zip) vanished: not in
+    the grade table, "needs attention", the counts or the export. They are carried as an unreadable upload is."""
+    from grader.intake.summary import collect_lines
+    from grader.results.table import grade_table
+
+    inbox = tmp_path / "inbox"
+    hand_in(inbox / "bob", "bob's folder")
+    hand_in(inbox / "Bob", "Bob's folder")
+    zip_of(inbox / "bob.zip", "bob's zip")
+    hand_in(inbox / "carol", "carol")
+    report = collect(course, inbox)
+    assert set(reasons(report)) == {"bob", "Bob", "bob.zip"}, reasons(report)
+    assert kept_tag(course, "Bob") is None and kept_tag(course, "bob") is None  # still nothing of theirs is graded
+    record = json.loads((course / "submitted" / "Bob" / A / "rejected.json").read_text(encoding="utf-8"))
+    assert set(record) == {f"{A}.ipynb"}, record
+    assert "Bob, bob, bob.zip all name this student" in record[f"{A}.ipynb"], record
+    assert collect_lines(report, str(inbox))[-1] == "1 notebook(s) collected, 3 rejected"
+    again = collect(course, inbox)  # the record is kept as it was, not written twice
+    assert again.imported == [] and len(again.rejected) == 3
+    outcomes = autograde(course, workers=1, unsafe=False)
+    table = grade_table(course, outcomes)
+    attention = table.split("needs attention")[1]
+    assert f"Bob / {A}: rejected at collect, ask the student to re-submit: the uploads Bob, bob, bob.zip" \
+        in attention, table
+    rows = {r["student_id"]: r for r in csv.DictReader(export_csv(course, tmp_path / "grades.csv").open(encoding="utf-8"))
+            if r["assignment"] == A}
+    assert set(rows) == {"Bob", "carol"} and float(rows["Bob"]["score"]) == 0.0, rows

@@ -143,3 +143,49 @@ def test_no_payload_runs_in_a_feedback_page(browser, pages, made_by):
     assert "<script>(window.__pwned" in text, "the student still sees, as text, what their code displayed"
     assert "\\href{javascript:" in text, "LaTeX is shown as its source"
     page.close()
+
+
+WIDE = ("import matplotlib.pyplot as plt\nplt.figure(figsize=(30, 2), dpi=100)\nplt.plot([0, 1], [0, 1])\nplt.show()\n"
+        "print('long-' * 120)\n")
+OVERFLOW = """() => {
+  const width = document.documentElement.clientWidth, found = [];
+  for (const el of document.querySelectorAll('div.output_area pre, img, table')) {  // code input scrolls
+    const box = el.getBoundingClientRect();
+    if (box.right > width + 1) found.push(`${el.tagName} ends at ${Math.round(box.right)} px`);
+    if (el.tagName === 'PRE' && el.scrollWidth > el.clientWidth + 1)
+      found.push(`PRE cut: ${el.scrollWidth} > ${el.clientWidth} px: ${el.textContent.slice(0, 60)}`);
+  }
+  if (document.documentElement.scrollWidth > width + 1)
+    found.push(`the page is ${document.documentElement.scrollWidth} px wide`);
+  return found;
+}"""
+
+
+@pytest.fixture(scope="module")
+def wide_page(tmp_path_factory) -> Path:
+    """The feedback page of a student whose answer shows a 3000 px wide figure and prints a 600-character
+    line, and whose pairwise answer fails a visible check (a long verdict)."""
+    from classroom import broadcasting_bug
+
+    base = tmp_path_factory.mktemp("wide page")
+    root = released_course(base / "course")
+    nb = broadcasting_bug()
+    answer = next(c for c in nb.cells if nbs.nbgrader_meta(c).get("grade_id") == "scale")
+    answer.source += "\n" + WIDE
+    nbs.write_notebook(nb, base / "inbox" / "wil" / f"{A}.ipynb")
+    assert collect(root, base / "inbox").rejected == []
+    autograde(root, workers=1, unsafe=False)
+    feedback(root)
+    return root / "feedback" / "wil" / A / f"{A}.html"
+
+
+@pytest.mark.parametrize("width", [1280, 800])
+def test_a_feedback_page_wraps_its_lines_and_fits_its_figures(browser, wide_page, width):
+    """Issue 31 (7): at 1280 px the verdict box cut long lines, and a wide figure ran past the page's edge."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort())
+    page.goto(wide_page.as_uri(), wait_until="load")
+    shown = page.evaluate("() => [document.querySelectorAll('img').length, document.body.innerText]")
+    assert shown[0] >= 1 and "long-long-" in shown[1] and "WRONG (0/3)" in shown[1], shown[1][:2000]
+    assert page.evaluate(OVERFLOW) == []
+    page.close()

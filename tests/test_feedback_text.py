@@ -57,18 +57,24 @@ def pages(tmp_path_factory) -> dict[str, str]:
         cell.source = KIM.get(nbs.nbgrader_meta(cell).get("grade_id"), cell.source)
     nbs.write_notebook(nb, base / "inbox" / "kim" / f"{A}.ipynb")
     write_corrupt(base / "inbox", "lea", A)
+    nbs.write_notebook(new_notebook(), base / "inbox" / "max" / f"{A}.ipynb")  # valid JSON, no cells
     collect(root, base / "inbox")
     results = autograde(root, workers=1, unsafe=False)
     feedback(root)
-    found = {s: (root / "feedback" / s / A / f"{A}.html").read_text(encoding="utf-8") for s in ("kim", "lea")}
-    return {**found, "table": grade_table(root, results)}
+    found = {s: (root / "feedback" / s / A / f"{A}.html").read_text(encoding="utf-8") for s in ("kim", "lea", "max")}
+    from grader.authoring.coursedir import CourseDir
+    from grader.results.report import write_report
+
+    report = write_report(CourseDir(root)).read_text(encoding="utf-8")
+    return {**found, "table": grade_table(root, results), "report": report}
 
 
 def verdict(html: str, grade_id: str) -> str:
     """The text a test cell shows on the page: its verdict line and the list under it ("  - ...")."""
     text = page_text(html)
     cell = text[text.index(f"Grade cell: {grade_id}"):]
-    start = re.search(r"^(PASSED|FAILED|ERROR|MISSING|TIMEOUT|CRASHED|NOT RUN) \(", cell, re.M)
+    start = re.search(r"^(PASSED|WRONG|PARTLY RIGHT|ERROR IN YOUR CODE|NOT ANSWERED|NOT IN YOUR NOTEBOOK|NO NOTEBOOK RECEIVED|TIME LIMIT|"
+                      r"COULD NOT FINISH|NOT RUN) \(", cell, re.M)
     assert start, cell[:2000]
     first, *rest = cell[start.start():].splitlines()
     listed = []
@@ -82,35 +88,53 @@ def verdict(html: str, grade_id: str) -> str:
 def test_the_summary_names_each_test_cells_exercise(pages):
     summary = table_rows(pages["kim"])[0]
     assert summary == [["Exercise", "Test", "Points", "Status"],
-                       ["Exercise 1: clip a value", "test_clip", "0/3", "failed"],
-                       ["Exercise 2: mean of absolute values", "test_mean_abs", "0/2", "error"],
-                       ["Exercise 3: halve a number", "test_halve", "0/1", "error"],
-                       ["Exercise 4: double", "test_double", "0/1", "error"],
+                       ["Exercise 1: clip a value", "test_clip", "0/3", "wrong"],
+                       ["Exercise 2: mean of absolute values", "test_mean_abs", "0/2", "wrong"],
+                       ["Exercise 3: halve a number", "test_halve", "0/1", "error in your code"],
+                       ["Exercise 4: double", "test_double", "0/1", "wrong"],
                        ["Total", "", "0/7", ""]], summary
-    assert [row[-1] for row in table_rows(pages["lea"])[0][1:-1]] == ["missing"] * 4
+    assert [row[-1] for row in table_rows(pages["lea"])[0][1:-1]] == ["no notebook received"] * 4
 
 
 def test_a_failed_visible_check_shows_its_message_as_the_test_writes_it(pages):
     assert verdict(pages["kim"], "test_mean_abs").startswith(
-        'ERROR (0/2): A visible check failed (AssertionError): "mean_abs([-1.0, 3.0]) should be 2.0".')
-    # an f-string's message is shown as written: its values are the student's (here: hidden inputs)
+        'WRONG (0/2): A visible check failed (AssertionError): "mean_abs([-1.0, 3.0]) should be 2.0".')
+    # an f-string's values are the student's (here: hidden inputs): left out, and the sentence still reads
+    # (issue 31, item 8: it showed "got {y}", the expression's text, as if it were the message)
     double = verdict(pages["kim"], "test_double")
-    assert '"double(2.0) should be 4.0, got {y}"' in double and "run this test cell" in double, double
+    assert double.startswith('WRONG (0/1): A visible check failed (AssertionError): "double(2.0) should be 4.0, '
+                             'got ..." (run this test cell in your notebook to see the values left out as ...).'), double
+    assert "{" not in double and "}" not in double, double
 
 
 def test_every_failed_check_is_described_and_only_those(pages):
     clip = verdict(pages["kim"], "test_clip")
-    assert clip.startswith("FAILED (0/3): Wrong result"), clip
+    assert clip.startswith("WRONG (0/3): Wrong result"), clip
     assert "a value below the range" in clip and "a value inside the range" in clip, clip
     assert "far above" not in pages["kim"], "a check kim passed is listed as failed"
     mean = verdict(pages["kim"], "test_mean_abs")
     assert "two values" in mean and "three values" in mean, mean  # the visible check stopped both
 
 
+def test_hidden_checks_a_stopped_test_never_reached_read_not_checked(pages):
+    """Issue 31 (4): the hidden checks of a test whose visible part stopped it never ran; the page listed them
+    as "not passed" and the class report counted them as failed."""
+    mean = verdict(pages["kim"], "test_mean_abs").splitlines()
+    assert len(mean) == 3 and all(line.startswith("  - not checked (the test stopped before it): ")
+                                  for line in mean[1:]), mean
+    clip = verdict(pages["kim"], "test_clip")  # ran to its end: what it missed, it missed
+    assert "not checked" not in clip and clip.count("  - not passed: ") == 2, clip
+    html = pages["report"]
+    row = html[html.index("<tr><td><code>test_mean_abs</code>"):]
+    row = row[:row.index("</tr>")]
+    assert "100 % failed" not in row and "0 % failed" in row, row
+    assert "(100 % not checked: their test stopped before it)" in row, row
+
+
 def test_an_error_of_the_students_code_is_told_apart_from_a_failed_check(pages):
     own, check = verdict(pages["kim"], "test_halve"), verdict(pages["kim"], "test_double")
-    assert own.startswith("ERROR (0/1): Your code raised ValueError") and "check failed" not in own, own
-    assert check.startswith("ERROR (0/1): A visible check failed") and "Your code raised" not in check, check
+    assert own.startswith("ERROR IN YOUR CODE (0/1): Your code raised ValueError") and "check failed" not in own, own
+    assert check.startswith("WRONG (0/1): A visible check failed") and "Your code raised" not in check, check
 
 
 def test_no_hidden_input_or_hidden_source_reaches_a_page(pages):
@@ -212,3 +236,18 @@ def test_a_visible_message_is_shown_only_as_the_visible_source_writes_it(error, 
 
 def test_a_test_cell_that_is_not_plain_python_shows_no_message():
     assert visible_message("AssertionError: f(1) should be 2", "%time x = 1\n" + VISIBLE_SOURCE) == ("", False)
+
+
+def test_a_notebook_without_any_of_the_assignments_cells_is_said_once(pages):
+    """Issue 31 (3): an empty notebook (valid JSON, no cells) read as four "not answered" tests, to the
+    student and to the instructor; each is told once that it holds none of the assignment's cells."""
+    text = page_text(pages["max"])
+    assert text.count("holds none of this assignment's cells") == 1, text[:3000]
+    assert "submit that notebook again" in text and "not answered" not in text.lower(), text[:3000]
+    assert [row[-1] for row in table_rows(pages["max"])[0][1:-1]] == ["not in your notebook"] * 4
+    assert verdict(pages["max"], "test_clip") == "NOT IN YOUR NOTEBOOK (0/3): see the note at the top of this page."
+    table = pages["table"]
+    said = [line.strip() for line in table.splitlines() if line.strip().startswith(f"max / {A}")]
+    assert said == [f"max / {A}: {A}.ipynb holds none of the assignment's cells (an empty notebook, or another file "
+                    "handed in), so every test reads as not answered; ask the student to submit the assignment's "
+                    "own notebook"], table

@@ -61,8 +61,8 @@ def test_root_is_accepted_after_the_command_and_named_in_the_hint(tmp_path):
     assert f"--root {shlex.quote(str(root))}" in hint and hint.endswith(" collect INBOX"), hint
     empty = tmp_path / "inbox"
     empty.mkdir()
-    assert grader("collect", empty, "--root", root).returncode == 0
-    assert grader("--root", root, "collect", empty).returncode == 0
+    for done in (grader("collect", empty, "--root", root), grader("--root", root, "collect", empty)):
+        assert done.returncode == 2 and "nothing to collect in" in done.stdout, done.stdout + done.stderr
 
 
 def test_an_unknown_assignment_is_one_line_naming_the_known_ones(course):
@@ -80,7 +80,7 @@ def test_an_unknown_assignment_is_one_line_naming_the_known_ones(course):
 def test_an_empty_inbox_says_what_it_should_hold(course, tmp_path):
     root, _ = course
     done = grader("--root", root, "collect", tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 2 and "nothing collected" in done.stderr, done.stderr  # issue 31 (11)
     for words in ("nothing to collect", "INBOX/<student>/", "<assignment>.ipynb", "<student>.zip", "inbound"):
         assert words in done.stdout, (words, done.stdout)
 
@@ -138,7 +138,8 @@ def test_autograde_again_says_nothing_new_and_lists_absentees_only_when_due(cour
     assert f"{B}: 4 of 5 student(s) (no due date set" in again.stdout, again.stdout
     # the whole reason, and the refused upload worded for the instructor
     dan = next(line for line in again.stdout.splitlines() if line.strip().startswith(f"dan / {A}: test_pairwise"))
-    assert dan.endswith("to read its message."), dan
+    assert dan.endswith("to see the values left out as ...)."), dan  # whole, and no {expression} (issue 31, 8)
+    assert "got ..." in dan and "{" not in dan, dan
     assert f"fay / {A}: rejected at collect, ask the student to re-submit" in again.stdout, again.stdout
     _set_due_date(root, B, datetime.now(timezone.utc) + timedelta(days=3))
     future = grader("--root", root, "autograde", "--quiet").stdout
@@ -201,7 +202,9 @@ def test_a_semester_file_sets_penalties_and_extensions_without_regrading(course,
         row = next(line for line in run.stdout.splitlines() if line.startswith("ann "))
         assert "6/6 late -1.2" in row, run.stdout
         late = run.stdout.split("late submissions:\n")[1].split("\n\n")[0].splitlines()
-        assert [line.split(":")[0].strip() for line in late] == [f"{s} / {A}" for s in ("ann", "bob", "eve", "fay")]
+        # fay's upload was refused at collect (issue 31, item 14): under "needs attention", not a late submission
+        assert [line.split(":")[0].strip() for line in late] == [f"{s} / {A}" for s in ("ann", "bob", "eve")]
+        assert f"fay / {A}: rejected at collect" in run.stdout.split("needs attention:\n")[1], run.stdout
         assert late[0].strip().startswith(f"ann / {A}: 1 d 12 h "), late  # dan: on time, by his extension
         done = grader("--root", root, "export", "--to", tmp_path / "grades.csv")
         assert done.returncode == 0, done.stderr
@@ -215,3 +218,189 @@ def test_a_semester_file_sets_penalties_and_extensions_without_regrading(course,
                 == pytest.approx((penalty, raw[student] - penalty)), row
     finally:
         (root / "semester.toml").unlink()
+
+
+def test_a_folder_that_is_no_course_is_refused_except_by_build(tmp_path):
+    """Issue 31 (1): a mistyped --root, or release before build, used to build and release a whole new
+    course there with exit status 0. Every command but build refuses and leaves the folder as it was."""
+    (tmp_path / "inbox").mkdir()
+    for args in (["release"], ["release", "--build"], ["collect", tmp_path / "inbox"], ["autograde", "--unsafe"],
+                 ["feedback"], ["release-feedback"], ["export"], ["report"], ["similarity", A], ["lab"]):
+        typo = tmp_path / "cuorse"
+        done = grader("--root", typo, *args)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert "is not a course" in done.stderr and "run build first" in done.stderr, (args, done.stderr)
+        assert "Traceback" not in done.stderr, (args, done.stderr)
+        assert not typo.exists(), (args, sorted(p.name for p in typo.rglob("*")))
+    done = grader("--root", tmp_path / "cuorse", "build", "--course", FIXTURE.parent)
+    assert done.returncode == 0 and (tmp_path / "cuorse" / "source" / A).is_dir(), done.stderr
+
+
+def test_report_that_refuses_leaves_no_report_folder_behind(tmp_path):
+    """Issue 31 (17): a refused report (never released, so no gradebook) left an empty ROOT/report/."""
+    root = tmp_path / "course"
+    build(root, FIXTURE.parent)
+    for args in (["report"], ["report", "--student", "ann"]):
+        done = grader("--root", root, *args)
+        assert done.returncode == 2 and "gradebook.db does not exist" in done.stderr, (args, done.stderr)
+        assert not (root / "report").exists(), (args, sorted(p.name for p in (root / "report").rglob("*")))
+
+
+def _points(notebook: Path) -> tuple[float, float]:
+    """(all points, points graded by hand) of a course notebook, summed from its cells' nbgrader metadata."""
+    import json
+
+    total = by_hand = 0.0
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade") or meta.get("task"):
+            total += meta.get("points", 0)
+            by_hand += meta.get("points", 0) if (meta.get("solution") or meta.get("task")) else 0
+    return total, by_hand
+
+
+def test_the_readme_points_table_counts_every_point_and_says_which_are_graded_by_hand():
+    """Issue 31 (16): README said 14 for 03b and 32 for 05, leaving their hand-graded points out unsaid."""
+    import re
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    rows = {m.group(1): m.group(2).strip() for m in re.finditer(r"^\| `(\d\d\w*)` \|.*\| ([^|]+) \|$", readme, re.M)}
+    notebooks = sorted((REPO / "course").glob("[0-9][0-9]*.ipynb"))
+    assert sorted(rows) == [nb.stem for nb in notebooks], rows
+    for notebook in notebooks:
+        total, by_hand = _points(notebook)
+        expected = f"{total:g}" + (f" ({by_hand:g} graded by hand)" if by_hand else "")
+        assert rows[notebook.stem] == expected, (f"README's points for {notebook.stem}: expected {expected!r} (the "
+                                                 f"notebook's graded cells), found {rows[notebook.stem]!r}; fix the "
+                                                 "README's table")
+
+
+def test_every_option_of_every_command_says_what_it_does():
+    """Issue 31 (18): `lab --instructor`, `autograde --assignment`, `--student` and others showed no help."""
+    import argparse
+
+    from grader.cli import parser
+
+    top = parser()
+    commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction)).choices
+    silent = [f"{name} {'/'.join(action.option_strings) or action.dest}"
+              for name, sub in commands.items() for action in sub._actions
+              if not isinstance(action, argparse._HelpAction) and not (action.help or "").strip()]
+    assert not silent, f"options without a help text (add help=... in grader/cli.py): {silent}"
+
+
+def test_collect_without_an_inbox_reads_the_courses_own_exchange(tmp_path):
+    """Issue 31 (10): the README's week (`collect` from the exchange) had no command: INBOX was required.
+    Without one, collect reads ROOT/exchange, where `nbgrader submit` leaves what students hand in."""
+    from grader.authoring.config import configured_course_id
+    from grader.authoring.coursedir import timestamp_text
+
+    root = tmp_path / "course"
+    build(root, FIXTURE.parent)
+    stamp = timestamp_text(datetime.now(timezone.utc) - timedelta(hours=1))
+    folder = root / "exchange" / configured_course_id(root) / "inbound" / f"ann+{A}+{stamp}+x"
+    folder.mkdir(parents=True)
+    shutil.copyfile(FIXTURE, folder / f"{A}.ipynb")
+    (folder / "timestamp.txt").write_text(stamp, encoding="utf-8")
+    done = grader("--root", root, "collect", "--no-check-owner")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"collecting from the course's exchange {root / 'exchange'}" in done.stdout, done.stdout
+    assert f"ann / {A}: collected (" in done.stdout, done.stdout
+    assert (root / "submitted" / "ann" / A / f"{A}.ipynb").read_bytes() == FIXTURE.read_bytes()
+
+
+def test_collect_without_an_inbox_never_reads_the_release_as_a_student(tmp_path):
+    """Without INBOX and with no inbound folder (not released yet), the exchange's other folders (outbound: the
+    released notebooks) must not be read as one folder per student."""
+    from grader.authoring.config import configured_course_id
+
+    root = tmp_path / "course"
+    build(root, FIXTURE.parent)
+    outbound = root / "exchange" / configured_course_id(root) / "outbound" / A
+    outbound.mkdir(parents=True)
+    shutil.copyfile(FIXTURE, outbound / f"{A}.ipynb")
+    done = grader("--root", root, "collect")
+    assert done.returncode == 2 and "inbound does not exist" in done.stderr and " release" in done.stderr, \
+        done.stdout + done.stderr
+    assert not (root / "submitted").exists(), sorted(p.name for p in (root / "submitted").iterdir())
+
+
+def test_collect_pointed_at_one_student_or_at_loose_files_says_what_to_do_and_fails(tmp_path):
+    """Issue 31 (11): collect pointed at one student's folder, or at an LMS export's loose files
+    (ann_01_fixture.ipynb), collected nothing with exit status 0 and no hint."""
+    root = tmp_path / "course"
+    build(root, FIXTURE.parent)
+    (tmp_path / "ann").mkdir()
+    shutil.copyfile(FIXTURE, tmp_path / "ann" / f"{A}.ipynb")
+    (tmp_path / "lms").mkdir()
+    for student in ("ann", "bob"):
+        shutil.copyfile(FIXTURE, tmp_path / "lms" / f"{student}_{A}.ipynb")
+    for inbox, loose in ((tmp_path / "ann", f"{A}.ipynb"), (tmp_path / "lms", f"ann_{A}.ipynb")):
+        done = grader("--root", root, "collect", inbox)
+        assert done.returncode == 2 and "nothing collected" in done.stderr, (inbox, done.stdout, done.stderr)
+        assert f"{inbox} holds notebooks itself ({loose}" in done.stdout, done.stdout
+        assert "collect the folder above it" in done.stdout and f"{inbox}/ann/01_tensors.ipynb" in done.stdout, \
+            done.stdout
+    assert not (root / "submitted").exists()
+
+
+def test_collect_says_which_notebook_it_recognised_by_its_cells_and_which_files_it_ignored(tmp_path):
+    """Issue 31 (11): a renamed notebook was matched by its cells without a word; a student's other files
+    were left out silently."""
+    root = tmp_path / "course"
+    build(root, FIXTURE.parent)
+    inbox = tmp_path / "inbox"
+    (inbox / "ann" / "data").mkdir(parents=True)
+    shutil.copyfile(FIXTURE, inbox / "ann" / "my copy.ipynb")
+    (inbox / "ann" / "notes.txt").write_text("my notes", encoding="utf-8")
+    (inbox / "ann" / "data" / "x.csv").write_text("1,2", encoding="utf-8")
+    done = grader("--root", root, "collect", inbox)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    ann = next(line for line in lines if line.startswith(f"ann / {A}: collected ("))
+    assert ann.endswith(f"; ann/my copy.ipynb recognised by its cells as {A}.ipynb"), ann
+    for where in ("ann/notes.txt", "ann/data/x.csv"):
+        assert f"{where}: ignored, not a notebook (only .ipynb files are collected)" in lines, done.stdout
+    again = grader("--root", root, "collect", inbox)
+    assert again.returncode == 0 and f"ann/my copy.ipynb recognised by its cells as {A}.ipynb" in again.stdout
+
+
+def test_release_feedback_says_what_its_lines_share_once(course):
+    """Issue 31 (19): release-feedback repeated one long sentence on every page's line."""
+    root, inbox = course
+    grader("--root", root, "collect", inbox)
+    assert grader("--root", root, "autograde", "--quiet").returncode == 0
+    before = grader("--root", root, "release-feedback", A)
+    assert before.returncode == 2, before.stdout + before.stderr
+    lines = before.stdout.splitlines()
+    assert [line for line in lines if line.endswith(f" / {A}: no feedback")] and \
+        all(line.endswith(f" / {A}: no feedback") for line in lines[:-2]), before.stdout
+    assert before.stdout.count("no feedback generated yet") == 1 and f"feedback {A}`, then release again" in lines[-2]
+    assert grader("--root", root, "feedback", A).returncode == 0
+    after = grader("--root", root, "release-feedback", A)
+    assert after.returncode == 0, after.stdout + after.stderr
+    lines = after.stdout.splitlines()
+    pages = [line for line in lines if f" / {A}: not in the exchange: " in line]
+    assert len(pages) >= 4 and all(line.endswith(f"{A}.html") for line in pages), after.stdout
+    assert after.stdout.count("another way") == 1 and after.stdout.count("submission secret") == 1, after.stdout
+
+
+def test_the_demo_says_what_each_student_stands_for_and_whose_file_was_refused(course, tmp_path):
+    """Issue 31 (19): the demo's "(1 file(s) rejected)" was followed by dana's line, as if hers were the file
+    refused; and it did not say what each example student stands for."""
+    from grader.demo import STANDS_FOR, collected_lines, example_class
+    from grader.intake.collect import collect
+
+    root = tmp_path / "course"
+    shutil.copytree(course[0], root)
+    shutil.rmtree(root / "submitted", ignore_errors=True)
+    inbox = tmp_path / "inbox"
+    notes = example_class(root, inbox, [A, B])
+    for student in sorted({p.name for p in inbox.iterdir()}):
+        assert any(note.startswith(f"{student}: ") or note.startswith(f"{student} / ") for note in notes), \
+            (student, notes)
+    assert set(STANDS_FOR) == {p.name for p in inbox.iterdir()}
+    lines = collected_lines(collect(root, inbox, [A, B]), inbox)
+    assert lines[0].endswith("1 file(s) refused, each named below:"), lines
+    assert lines[1].startswith(f"refused: Émile Zola / {B} (Émile Zola/{B}.ipynb): "), lines
+    assert len(lines) == 2, lines

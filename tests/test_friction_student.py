@@ -98,3 +98,15 @@ def test_the_running_student_lab_serves_those_plugins_as_disabled(tmp_path):
     for plugin in ("@jupyter/nbgrader:create-assignment", "@jupyterlab/apputils-extension:announcements"):
         assert plugin in disabled, disabled
     assert not any("assignment-list" in name or "validate" in name for name in disabled), disabled
+
+
+def test_an_unreadable_notebook_outside_the_student_folder_names_no_invented_folder(tmp_path):
+    """Issue 31 (12): for a notebook outside build/student/<assignment>/, the hint named a folder that does
+    not exist (build/student/turn4/): it now says where a fresh copy comes from without inventing one."""
+    (tmp_path / "turn4").mkdir()
+    (tmp_path / "turn4" / f"{A}.ipynb").write_text('{"cells": [', encoding="utf-8")
+    done = validate(f"turn4/{A}.ipynb", tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    said = done.stdout
+    assert "not valid JSON" in said and "start again from the released notebook" in said, said
+    assert "build/student/" not in said and "turn4/`" not in said and "rename the folder" not in said, said

@@ -7,6 +7,7 @@ and a batch killed with SIGKILL and resumed with other workers, ending with iden
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -27,6 +28,7 @@ from grader.results.export import export_csv
 from grader.results.feedback import feedback
 from grader.results.table import grade_table
 from grader.running.batch import autograde
+from page_payloads import table_rows
 
 EXPECTED = {"Zoë Ñ": 6.0, "bob": 0.0, "carol": 0.0, "dan": 3.0, "eve": 2.0}
 HIDDEN_TEXT = ["manual_seed(1)", "generator=g", "linspace(0, 1, 11"]
@@ -103,7 +105,11 @@ def test_feedback_shows_verdicts_but_no_hidden_tests(course):
         assert not [t for t in HIDDEN_TEXT if t in html], f"{page} reveals hidden test source"
         assert "hidden tests are not shown" in html
     dan = (root / "feedback" / "dan" / A / f"{A}.html").read_text(encoding="utf-8")
-    assert "ERROR (0/3): A visible check failed (AssertionError)" in dan and "PASSED (2/2)" in dan
+    assert "WRONG (0/3): A visible check failed (AssertionError)" in dan and "PASSED (2/2)" in dan
+    # issue 31 (9): one vocabulary: a wrong answer is "wrong", an unanswered one "not answered", never "error"
+    bob = (root / "feedback" / "bob" / A / f"{A}.html").read_text(encoding="utf-8")
+    assert "NOT ANSWERED (0/3): Not answered yet: the code still raises NotImplementedError." in bob, bob[-3000:]
+    assert "<td>not answered</td>" in bob and "<td>error</td>" not in bob + dan and "ERROR (" not in bob + dan
 
 
 def test_feedback_shows_the_late_penalty_of_the_semester_file_as_it_is_now(course):
@@ -116,6 +122,13 @@ def test_feedback_shows_the_late_penalty_of_the_semester_file_as_it_is_now(cours
     for student, penalty in (("Zoë Ñ", 3.0), ("eve", 2.0)):  # raw 6 -> 3; raw 2 -> capped at 2
         page = (root / "feedback" / student / A / f"{A}.html").read_text(encoding="utf-8")
         assert f"Late submission penalty (Score: -{penalty})" in page, student
+        # issue 31 (5): one total, nbgrader's header's, with the penalty where the score is (not the raw sum too)
+        raw = EXPECTED[student]
+        header = re.search(rf"{A} \(Score: ([\d.]+) / 6\.0\)", page)
+        assert header and float(header.group(1)) == raw - penalty, (student, header and header.group(0))
+        total = table_rows(page)[0][-1]
+        assert total[:3] == ["Total", "", f"{raw - penalty:g}/6 ({raw:g} less {penalty:g} for the late submission)"], \
+            (student, total)
 
 
 def test_export_writes_one_row_per_student(graded, tmp_path):
@@ -166,7 +179,10 @@ def test_validate_exit_codes(graded, tmp_path, capsys):
     assert main(["validate", str(FIXTURE)]) == 0
     assert main(["validate", str(root / "release" / A / f"{A}.ipynb")]) == 1
     out = capsys.readouterr().out
-    assert "FAIL  test_scale" in out and "0/3 visible checks pass" in out
+    assert "0/3 visible checks pass" in out
+    # issue 31 (9): the feedback page's words, not "raised NotImplementedError"
+    assert "NOT ANSWERED  test_scale: Not answered yet: the code still raises NotImplementedError." in out, out
+    assert "The test raised NotImplementedError" not in out, out
     broken = tmp_path / "broken.ipynb"
     broken.write_text("{")
     assert main(["validate", str(broken)]) == 2

@@ -124,3 +124,21 @@ def test_old_markers_without_keys_or_seconds_still_report(course, tmp_path):
     page = write_report(CourseDir(root)).read_text(encoding="utf-8")
     assert "not recorded (graded before grading times were stored)" in page
     assert "failed exercise 7: check 2 of 3" in page
+
+
+def test_an_assignment_nobody_submitted_says_so_not_that_times_were_lost(tmp_path):
+    """Issue 31 (15): an assignment with no submission read "not recorded (graded before grading times were
+    stored)", as if something had been graded and its times lost."""
+    from nbgrader.api import Gradebook
+
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # nbgrader runs alembic
+    root = tmp_path / "class"
+    root.mkdir()
+    synthetic_class(root, students=3, notebooks=1, seed=1, submitted=False)
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        gb.add_assignment("02_nobody")
+    page = write_report(CourseDir(root)).read_text(encoding="utf-8")
+    nobody = page.split('id="a-1">02_nobody</h2>')[1].split("</table>")[0]
+    assert "no submission graded yet" in nobody and "graded before grading times" not in nobody, nobody
+    first = page.split('id="a-0">01_nb</h2>')[1].split("</table>")[0]
+    assert "no submission graded yet" not in first, first

@@ -235,3 +235,51 @@ def test_build_refuses_a_file_naming_an_assignment_the_course_lacks(tmp_path):
     root = semester_file(tmp_path / "course", '[assignments.01_tensors]\ndue = "2026-10-01T23:59:00Z"\n')
     with pytest.raises(GraderError, match=r"semester.toml, line 1: unknown assignment '01_tensors'; the course has 01_fixture"):
         build(root, FIXTURE.parent)
+
+
+@pytest.mark.parametrize("text", ['[assignments.01_tensors]\ndue = "2026-10-01"\n',
+                                  '[assignments.01_tensors]\ndue = 2026-10-01\n'])  # a string, a TOML local date
+def test_a_date_without_a_time_is_refused_without_inventing_one(tmp_path, text):
+    """Issue 31 (13): a day alone was echoed as "2026-10-01T00:00:00 has no time zone" (a midnight the
+    instructor never wrote), or as "not a date and time" for TOML's own date."""
+    with pytest.raises(SemesterError) as caught:
+        load_semester(semester_file(tmp_path, text), [A])
+    message = str(caught.value)
+    assert message.startswith(f"{tmp_path / 'semester.toml'}, line 2: due = 2026-10-01 is a day without a time"), message
+    assert "T00:00" not in message and '"2026-10-01T23:59:00+02:00"' in message, message
+
+
+def test_a_local_time_is_echoed_as_written(tmp_path):
+    with pytest.raises(SemesterError) as caught:
+        load_semester(semester_file(tmp_path, '[assignments.01_tensors]\ndue = "2026-10-01 23:59"\n'), [A])
+    assert "due = 2026-10-01 23:59 has no time zone" in str(caught.value), str(caught.value)
+
+
+def test_a_syntax_error_points_at_the_readme_not_at_a_source_file(tmp_path):
+    with pytest.raises(SemesterError) as caught:
+        load_semester(semester_file(tmp_path, '[late]\npenalty_per_day = \n'), [A])
+    message = str(caught.value)
+    assert "README.md" in message and '"Due dates, late penalties, extensions"' in message, message
+    assert ".py" not in message.replace(str(tmp_path), ""), message
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    assert "**Due dates, late penalties, extensions**" in readme  # the section the message names exists
+
+
+def test_report_refuses_a_file_that_autograde_refuses(tmp_path):
+    """report read only the gradebook, so it wrote a page from a semester file that autograde refuses."""
+    import subprocess
+    import sys
+
+    from classroom import FIXTURE
+
+    from grader.authoring.assembly import build
+
+    root = tmp_path / "course"
+    build(root, FIXTURE.parent)
+    semester_file(root, '[assignments.01_fixture]\ndue = "2026-10-01T23:59:00"\n')
+    done = subprocess.run([sys.executable, "-m", "grader", "--root", str(root), "report"], capture_output=True,
+                          text=True, timeout=300, env={**__import__("os").environ,
+                                                       "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "semester.toml, line 2: due = 2026-10-01T23:59:00 has no time zone" in done.stderr, done.stderr
+    assert not (root / "report" / "index.html").exists()

@@ -66,3 +66,18 @@ def test_page_shows_flagged_pairs_side_by_side(result):
     course, r = result
     page = write_similarity_page(course, r).read_text(encoding="utf-8")
     assert page.count("<mark>") > 10 and "s0017" in page and "alpha" in page  # the copier's renamed variables
+
+
+def test_no_submissions_is_said_not_counted_as_no_pair_flagged(tmp_path, capsys):
+    """Issue 31 (15): similarity on an assignment nobody handed in said "0 pair(s) flagged"."""
+    from grader.cli import main
+
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # nbgrader runs alembic
+    root = tmp_path / "class"
+    root.mkdir()
+    synthetic_class(root, students=3, notebooks=1, seed=1, submitted=False)
+    assert main(["--root", str(root), "similarity", "01_nb"]) == 2
+    said = capsys.readouterr()
+    assert "no submission(s) of 01_nb with answers, so no pair to compare" in said.err, said
+    assert "collect INBOX" in said.err and "pair(s) flagged" not in said.out + said.err, said
+    assert not (root / "report").exists()

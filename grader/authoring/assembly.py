@@ -192,7 +192,8 @@ def assignments(root: Path) -> list[str]:
     """Assignment ids of a built course, in order; raises GraderError before `build`."""
     found = CourseDir(Path(root)).assignments()
     if not found:
-        raise GraderError(f"{root} is not a built course (no source notebooks); run `{command('build', root)}` first")
+        raise GraderError(f"{root} is not a course: it has no source notebooks ({Path(root) / 'source'}/<assignment>/); "
+                          f"run build first (`{command('build', root)}`), or check --root if the course is elsewhere")
     return found
 
 

@@ -25,7 +25,7 @@ import math
 import re
 import tomllib
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from pathlib import Path
 
 from .assembly import GraderError
@@ -35,6 +35,8 @@ __all__ = ["SEMESTER_FILE", "SemesterError", "Semester", "load_semester", "late_
 SEMESTER_FILE = "semester.toml"
 DAY = 86400.0
 EXAMPLE_DATE = '"2026-10-01T23:59:00+02:00"'
+README_SECTION = "Due dates, late penalties, extensions"  # where README.md describes this file
+DATE_ONLY = re.compile(r"\s*\d{4}-\d{2}-\d{2}\s*")  # "2026-10-01": a day, no time of it
 
 
 class SemesterError(GraderError):
@@ -89,8 +91,8 @@ def load_semester(root: Path, assignments: list[str] | None = None) -> Semester:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise SemesterError(f"{path}: not valid TOML ({error}); see the example in grader/authoring/semester.py") \
-            from None
+        raise SemesterError(f"{path}: not valid TOML ({error}); compare it with the example in README.md, section "
+                            f"\"{README_SECTION}\" (dates in quotes: due = {EXAMPLE_DATE})") from None
     return _Reader(path, text, assignments).semester(data)
 
 
@@ -168,6 +170,12 @@ class _Reader:
             raise self.fail(section, key, f"unknown assignment {name!r}; the course has {', '.join(self.known) or 'none'}")
 
     def _date(self, section: str, key: str, value) -> datetime:
+        day = value.strip() if isinstance(value, str) and DATE_ONLY.fullmatch(value) else \
+            value.isoformat() if isinstance(value, date) and not isinstance(value, datetime) else None
+        if day is not None:  # not echoed as midnight: the time is the user's to choose
+            raise self.fail(section, key, f"{key} = {day} is a day without a time, so its moment is unknown; write the "
+                                          f"time and zone it is due, e.g. \"{day}T23:59:00+02:00\" (or Z for UTC)")
+        written = value if isinstance(value, str) else None
         if isinstance(value, str):
             try:
                 value = datetime.fromisoformat(value)
@@ -176,8 +184,9 @@ class _Reader:
         if not isinstance(value, datetime):
             raise self.fail(section, key, f"{key} = {value!r} is not a date and time; write e.g. {EXAMPLE_DATE}")
         if value.tzinfo is None:
-            raise self.fail(section, key, f"{key} = {value.isoformat()} has no time zone, so its moment is unknown; "
-                                          f"add it, e.g. {value.isoformat()}+02:00 or {value.isoformat()}Z for UTC")
+            shown = (written or value.isoformat()).strip()
+            raise self.fail(section, key, f"{key} = {shown} has no time zone, so its moment is unknown; "
+                                          f"add it, e.g. {shown}+02:00 or {shown}Z for UTC")
         return value.astimezone(timezone.utc)
 
     def _line(self, section: str, key: str | None) -> int | None:

@@ -52,6 +52,7 @@ class TestResult:
     # which count neither as earned nor as lost: the instructor's score comes from formgrader)
     reason: str  # one sentence for instructor and student; never shows hidden test source
     failed_keys: list[str] = field(default_factory=list)  # reference keys it did not match (class report)
+    unchecked_keys: list[str] = field(default_factory=list)  # of those, never recorded: the cell stopped before them
     kernel_word: bool = False  # an assert-only test (course.asserts_only): passed iff it ran without an error
 
 
@@ -290,7 +291,7 @@ def _verdict(gid: str, points: float, run: CellRun | None, expected: dict | None
         if expected == {} and status == "passed":  # an assert-only test (course.asserts_only)
             reason = KERNEL_WORD
         return TestResult(gid, points, points if status == "passed" else 0.0, status, reason, keys,
-                          kernel_word=expected == {})
+                          _unchecked(keys, run, expected), kernel_word=expected == {})
 
     run = run or CellRun("not run")
     if expected is None:
@@ -313,6 +314,15 @@ def _verdict(gid: str, points: float, run: CellRun | None, expected: dict | None
     return result(status, test_reason(status, run.part, run.error, why))
 
 
+def _unchecked(keys: list[str], run: CellRun, expected: dict | None) -> list[str]:
+    """The ``keys`` never recorded because the cell stopped (an error in its visible part, or part-way
+    through its hidden part) before reaching them: not checked, rather than not passed."""
+    if run.status == "ok" or not keys or not expected:
+        return []
+    _, recorded = key_problems(expected, run.payloads())
+    return [key for key in keys if key not in recorded]
+
+
 def _partial_verdict(result, points: float, run: CellRun, expected: dict) -> TestResult:
     """A cell whose keys carry shares (grader.engine.shares): the shares of the keys that match.
 
@@ -329,6 +339,7 @@ def _partial_verdict(result, points: float, run: CellRun, expected: dict) -> Tes
     reason = test_reason(status, run.part, run.error, wrong)
     test = result(status, reason)
     test.failed_keys = [key for key in expected if key not in keys]
+    test.unchecked_keys = _unchecked(test.failed_keys, run, expected)
     if share > 0:
         test.points = min(share, points)
         test.reason = (f"Partly right: {len(keys)} of {len(expected)} hidden checks passed. " + reason)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import re
 from typing import Any
 
 import torch
@@ -130,11 +131,20 @@ def test_reason(status: str, part: str, error: str, mismatch: str = "", *, own: 
     text, template = message
     if text and not template:
         return f'A visible check failed ({name}): "{text}".'
-    if text:
-        return (f'A visible check failed ({name}): "{text}"; run this test cell in your notebook to read '
-                "its message.")
+    if text:  # the values the f-string puts in are the kernel's to show, not the grader's: left out, and said so
+        return (f'A visible check failed ({name}): "{_without_values(text)}" (run this test cell in your '
+                "notebook to see the values left out as ...).")
     return (f"A visible check failed ({name}); run this test cell in your notebook to read its "
             "message.")
+
+
+def _without_values(template: str) -> str:
+    """An f-string's text with each ``{expression}`` (format spec included) shown as ``...``: it reads as a
+    sentence, and no expression text ("{tuple(D.shape)}") is mistaken for the message."""
+    previous = None
+    while previous != template:  # innermost first: "{d[{k}]}" and "{x:{width}}" too
+        previous, template = template, re.sub(r"\{[^{}]*\}", "...", template)
+    return template
 
 
 def compare(student_tree: Any, reference_tree: Any, rtol: float, atol: float) -> tuple[bool, str]:

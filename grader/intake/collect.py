@@ -31,8 +31,8 @@ from ..authoring.assembly import GraderError, assignments
 from ..authoring.coursedir import REJECTED_FILE, SECRET_FILE, TIMESTAMP_FILE, CourseDir, timestamp_text
 from ..engine.course import nbgrader_meta
 from .exchange import read_timestamp, submissions
-from .uploads import (LINK_ADVICE, Notebook, Rejected, check_student_id, collisions, open_file, open_folder,
-                      read_notebooks)
+from .uploads import (LINK_ADVICE, Notebook, Rejected, check_student_id, collisions, identity, open_file,
+                      open_folder, read_notebooks)
 from .zips import ZipLimits, read_zip
 
 __all__ = ["Imported", "Rejected", "CollectReport", "check_student_id", "collect", "REJECTED_FILE",
@@ -51,6 +51,7 @@ class Imported:
     where: str = ""      # the notebook in the inbox, as the instructor sees it
     rejected: str = ""   # why it is unreadable: stored as a record of why (rejected.json), not graded
     replaced: str = ""   # the earlier submission it replaced, moved to this path (under ROOT)
+    by_cells: list[tuple[str, str]] = field(default_factory=list)  # (upload path, notebook): renamed, matched by cells
 
 
 @dataclass
@@ -58,6 +59,8 @@ class CollectReport:
     imported: list[Imported] = field(default_factory=list)   # stored: readable, or a record of why not (.rejected)
     rejected: list[Rejected] = field(default_factory=list)   # every upload or file refused
     unchanged: list[Imported] = field(default_factory=list)  # the same notebook as already collected
+    ignored: list[str] = field(default_factory=list)   # files of a student folder that are no notebook, not collected
+    loose: list[str] = field(default_factory=list)     # notebooks lying in the inbox itself, not in a student's entry
 
     @property
     def accepted(self) -> list[Imported]:
@@ -99,7 +102,47 @@ def collect(root: Path, inbox: Path, selected: list[str] | None = None, *, check
                                             "one upload per student and collect again"))
             continue
         _import(root, student, _guarded(report, where, read), known, {}, report, where)
+    _carry_clashes(root, {where: uploads[where] for where in clashes}, known, report)
     return report
+
+
+def _carry_clashes(root: Path, clashing: dict[str, tuple[str, Callable]], known: dict[tuple[str, str], set[str]],
+                   report: CollectReport) -> None:
+    """Uploads refused because their ids name one student (``bob/``, ``Bob/``, ``bob.zip``) are carried as an
+    unreadable upload is: a record of why (``rejected.json``, no notebook) for each assignment they hold, so that
+    the grade table, "needs attention", the counts and the export name that student. Stored under the id the
+    course already has for that person (else the first of the ids); an earlier collect's submission is kept."""
+    groups: dict[str, list[str]] = {}
+    for where, (student, _) in clashing.items():
+        groups.setdefault(identity(student), []).append(where)
+    course = CourseDir(root)
+    for person, wheres in sorted(groups.items()):
+        ids = sorted({clashing[where][0] for where in wheres})
+        student = next((s for s in course.students() if identity(s) == person), ids[0])
+        held: set[str] = set()
+        for where in wheres:  # which assignments they hold, read as a collect would (nothing of it is stored)
+            scratch = CollectReport()
+            held |= {assignment for assignment, _ in _match(_guarded(scratch, where, clashing[where][1]), known, scratch)}
+        why = (f"the uploads {', '.join(sorted(wheres))} all name this student (ids differing only in spaces, "
+               "unicode form or case), so none was collected; keep one upload per student and collect again")
+        for assignment in sorted(held):
+            if course.submission(student, assignment).exists():
+                continue  # what an earlier collect stored stays as it was
+            names = sorted({notebook for a, notebook in known if a == assignment})
+            _store_refusal(root, student, assignment, {f"{name}.ipynb": why for name in names})
+            report.imported.append(Imported(student, assignment, course.timestamp(student, assignment),
+                                            ", ".join(sorted(wheres)), why))
+
+
+def _store_refusal(root: Path, student: str, assignment: str, refused: dict[str, str]) -> None:
+    """``submitted/<student>/<assignment>/`` holding only a timestamp and the record of why (no notebook)."""
+    parent = CourseDir(root).submission(student, assignment).parent
+    parent.mkdir(parents=True, exist_ok=True)
+    fresh = Path(tempfile.mkdtemp(prefix=f".{assignment}.incoming-", dir=parent))
+    (fresh / TIMESTAMP_FILE).write_text(timestamp_text(datetime.now(timezone.utc)), encoding="utf-8")
+    (fresh / REJECTED_FILE).write_text(json.dumps(refused), encoding="utf-8")
+    fresh.chmod(0o755)
+    os.replace(fresh, parent / assignment)
 
 
 def _uploads(inbox: Path, report: CollectReport, zip_limits: ZipLimits) -> dict[str, tuple[str, Callable]]:
@@ -113,9 +156,14 @@ def _uploads(inbox: Path, report: CollectReport, zip_limits: ZipLimits) -> dict[
             report.rejected.append(Rejected(where, f"{where} {LINK_ADVICE}"))
             continue
         if entry.is_dir(follow_symlinks=False):
-            raw, read = where, partial(_read_folder, path, where)
+            raw, read = where, partial(_read_folder, path, where, report.ignored)
         elif where.endswith(".zip") and entry.is_file(follow_symlinks=False):
             raw, read = where[:-len(".zip")], partial(_read_zip, path, where, zip_limits)
+        elif where.endswith(".ipynb"):  # one student's folder, or an LMS export's loose files (ann_01_tensors.ipynb)
+            report.loose.append(where)
+            report.rejected.append(Rejected(where, f"{where} is a notebook lying in the inbox itself: collect reads "
+                                            "one folder or zip per student, named by the student id"))
+            continue
         else:
             report.rejected.append(Rejected(where, f"{where} is neither a student folder nor a .zip"))
             continue
@@ -141,10 +189,10 @@ def _guarded(report: CollectReport, where: str, read) -> list[Notebook]:
     return notebooks
 
 
-def _read_folder(folder: Path, where: str):
+def _read_folder(folder: Path, where: str, ignored: list[str] | None = None):
     fd = open_folder(folder)
     try:
-        return read_notebooks(fd, where)
+        return read_notebooks(fd, where, ignored)
     finally:
         os.close(fd)
 
@@ -208,9 +256,16 @@ def _import(root: Path, student: str, notebooks: list[Notebook], known: dict[tup
         wheres = ", ".join(nb.where for nb in found.values())
         if _unchanged(root, student, assignment, found):  # keeps its first timestamp (and its grade)
             report.unchanged.append(Imported(student, assignment, CourseDir(root).timestamp(student, assignment),
-                                             wheres))
+                                             wheres, by_cells=_by_cells(found)))
             continue
         _store(root, student, assignment, found, moment, report, secret)
+        report.imported[-1].by_cells = _by_cells(found)
+
+
+def _by_cells(found: dict[str, Notebook]) -> list[tuple[str, str]]:
+    """(upload path, notebook) of each notebook of ``found`` stored under another name than its own: recognised
+    by its cells."""
+    return [(nb.where, name) for name, nb in found.items() if Path(nb.name).stem != name]
 
 
 def _store(root: Path, student: str, assignment: str, found: dict[str, Notebook], when: datetime,

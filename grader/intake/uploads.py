@@ -116,8 +116,9 @@ def _is_link(name: str, dir_fd: int) -> bool:
         return False  # gone meanwhile: opening it will say so
 
 
-def read_notebooks(folder_fd: int, where: str) -> tuple[list[Notebook], list[Rejected]]:
-    """Every ``*.ipynb`` below the open folder (checkpoints skipped), and every link or odd file refused."""
+def read_notebooks(folder_fd: int, where: str, ignored: list[str] | None = None) -> tuple[list[Notebook], list[Rejected]]:
+    """Every ``*.ipynb`` below the open folder (checkpoints skipped), and every link or odd file refused;
+    ``ignored`` (when given) gets the path of every other file, which is not collected (notes, data, scripts)."""
     found: list[Notebook] = []
     refused: list[Rejected] = []
     for path, dirs, files, fd in os.fwalk(".", dir_fd=folder_fd, follow_symlinks=False):
@@ -132,6 +133,9 @@ def read_notebooks(folder_fd: int, where: str) -> tuple[list[Notebook], list[Rej
                 stamp = read_regular("timestamp.txt", fd, limit=1024)[0]
             except GraderError:
                 stamp = None
+        if ignored is not None:
+            ignored += [f"{shown}/{name}" for name in sorted(files)
+                        if not name.endswith(".ipynb") and name != "timestamp.txt" and name not in links]
         for name in sorted(f for f in files if f.endswith(".ipynb") and f not in links):
             try:
                 data, mtime = read_regular(name, fd)

@@ -38,9 +38,11 @@ from ..authoring.invocation import command
 from ..engine.allowlist import clean_html, markdown_html, safe_output
 from ..engine.course import HIDDEN_BEGIN, cell_points, exercise_titles, is_manual, is_test, nbgrader_meta, strip_hidden
 from ..engine.execute import AWAITING, TestResult, verdict_line
+from .foreign import STUDENT_NOTE, foreign_notebooks
 from .report_data import Check, hidden_checks
+from .vocabulary import NOT_IN_NOTEBOOK, outcome_word
 
-__all__ = ["HideHiddenTests", "SanitizeStudentHTML", "MarkAwaitingGrades", "feedback_preprocessors", "feedback",
+__all__ = ["HideHiddenTests", "SanitizeStudentHTML", "MarkAwaitingGrades", "FitPage", "feedback_preprocessors", "feedback",
            "STUDENT_MISSING", "student_text"]
 
 STUDENT_MISSING = ("No notebook of yours could be read for this assignment, so nothing in it was graded: download "
@@ -55,17 +57,20 @@ class HideHiddenTests(Preprocessor):
     def preprocess(self, nb, resources):
         verdicts = _verdicts(resources)
         source, checks = _source(resources), _checks(resources)
+        foreign = _foreign(resources)  # none of the assignment's cells in it: said once, not per test
         for cell in nb.cells:
             if HIDDEN_BEGIN in cell.get("source", ""):
                 cell.source = strip_hidden(cell.source)
             if is_test(cell):
                 test = verdicts.get(nbgrader_meta(cell).get("grade_id"))
-                text = student_text(test, checks.get(test["grade_id"], [])) if test else \
-                    "(no verdict recorded for this test)\n"
+                text = ((f"{NOT_IN_NOTEBOOK.upper()} (0/{test['max_points']:g}): see the note at the top of this "
+                         "page.\n") if foreign else student_text(test, checks.get(test["grade_id"], []))) if test \
+                    else "(no verdict recorded for this test)\n"
                 cell.outputs = [new_output("stream", name="stdout", text=text)]
         if verdicts:
             titles = exercise_titles(source) if source is not None else {}
-            nb.cells.insert(0, new_markdown_cell(_summary(list(verdicts.values()), titles)))
+            nb.cells.insert(0, new_markdown_cell(_summary(list(verdicts.values()), titles, foreign,
+                                                          _late_penalty(resources))))
         return nb, resources
 
 
@@ -78,23 +83,57 @@ def student_text(test: dict, checks: list[Check]) -> str:
     :data:`STUDENT_MISSING` instead."""
     shown = {**test, "reason": STUDENT_MISSING} if test["status"] == "missing" else test
     text = verdict_line(TestResult(**{k: shown[k] for k in TestResult.__dataclass_fields__ if k in shown}))
+    if test["status"] != "manual":  # the verdict in the student's words (passed, wrong, not answered, ...)
+        word = outcome_word(test["status"], test.get("reason", ""), test.get("points", 0))
+        text = word.upper() + text[text.index(" ("):]
     if test["status"] == "passed":
         return text
     described = {c.key: (f"{c.what} ({c.key!r})" if c.what.strip() else repr(c.key)) for c in checks}
-    failed = [described.get(key, repr(key)) for key in test.get("failed_keys") or []]
-    return text + "".join(f"  - not passed: {label}\n" for label in failed)
+    unchecked = set(test.get("unchecked_keys") or [])  # the test stopped before them: not a wrong answer
+    keys = test.get("failed_keys") or []
+    failed = [described.get(key, repr(key)) for key in keys if key not in unchecked]
+    skipped = [described.get(key, repr(key)) for key in keys if key in unchecked]
+    return (text + "".join(f"  - not passed: {label}\n" for label in failed)
+            + "".join(f"  - not checked (the test stopped before it): {label}\n" for label in skipped))
 
 
-def _summary(tests: list[dict], titles: dict[str, str]) -> str:
+def _foreign(resources) -> bool:
+    """Whether this page's notebook, as handed in, holds none of its assignment's cells."""
+    info = resources.get("nbgrader", {})
+    assignment = info.get("assignment", "")
+    return bool(foreign_notebooks(CourseDir(_course_root(resources)), info.get("student", ""), assignment,
+                                  [info.get("notebook") or assignment]))
+
+
+def _late_penalty(resources) -> float:
+    """The late penalty of this page's notebook in nbgrader's gradebook (what nbgrader's own header subtracts)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    info = resources.get("nbgrader", {})
+    try:
+        with Gradebook(info["db_url"]) as gb:
+            found = gb.find_submission_notebook(info.get("notebook") or info["assignment"], info["assignment"],
+                                                info["student"])
+            return float(found.late_submission_penalty or 0.0)
+    except (KeyError, MissingEntry):
+        return 0.0
+
+
+def _summary(tests: list[dict], titles: dict[str, str], foreign: bool = False, penalty: float = 0.0) -> str:
     """The page's first cell: one row per graded test cell (exercise, points, status), as HTML."""
     def title(gid: str) -> str:
         return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(titles.get(gid) or gid))
 
     rows = "".join(f"<tr><td>{title(t['grade_id'])}</td><td><code>{escape(t['grade_id'])}</code></td>"
-                   f"<td>{t['points']:g}/{t['max_points']:g}</td><td>{escape(t['status'])}</td></tr>" for t in tests)
-    total = (f"<tr><td><strong>Total</strong></td><td></td><td><strong>{sum(t['points'] for t in tests):g}/"
-             f"{sum(t['max_points'] for t in tests):g}</strong></td><td></td></tr>")
-    missing = f"<p>{escape(STUDENT_MISSING)}</p>" if all(t["status"] == "missing" for t in tests) else ""
+                   f"<td>{t['points']:g}/{t['max_points']:g}</td>"
+                   f"<td>{escape(NOT_IN_NOTEBOOK if foreign else outcome_word(t['status'], t.get('reason', ''), t.get('points', 0)))}</td></tr>"
+                   for t in tests)
+    earned, top = sum(t["points"] for t in tests), sum(t["max_points"] for t in tests)
+    late = f" ({earned:g} less {penalty:g} for the late submission)" if penalty else ""  # one total: nbgrader's
+    total = (f"<tr><td><strong>Total</strong></td><td></td><td><strong>{round(earned - penalty, 6):g}/"
+             f"{top:g}</strong>{late}</td><td></td></tr>")
+    missing = f"<p>{escape(STUDENT_MISSING)}</p>" if all(t["status"] == "missing" for t in tests) else \
+        f"<p><strong>{escape(STUDENT_NOTE)}</strong></p>" if foreign else ""
     return ("<h2>Summary</h2>" + missing + "<table><thead><tr><th>Exercise</th><th>Test</th><th>Points</th>"
             "<th>Status</th></tr></thead><tbody>" + rows + total + "</tbody></table>")
 
@@ -176,13 +215,36 @@ def _mark_awaiting(cell) -> None:
         cell.source = f"{cell.source}\n\n<p><strong>{line}</strong></p>"
 
 
+# The page fits any window: a verdict or printed line wraps instead of being cut at the box's edge, a figure
+# shrinks to the page's width (keeping its proportions), a wide table scrolls inside its cell.
+FIT_CSS = """
+div.output_area pre, div.output_subarea pre, div.output_text pre, div.text_cell_render pre {
+  white-space: pre-wrap !important; overflow-wrap: anywhere !important; word-break: break-word; }
+div.output_area, div.output_subarea, div.inner_cell, div.text_cell_render { min-width: 0; max-width: 100%; }
+div.output_area img, div.output_subarea img, div.text_cell_render img {
+  max-width: 100% !important; height: auto !important; }
+div.output_subarea table, div.text_cell_render table { display: block; max-width: 100%; overflow-x: auto; }
+div#notebook-container { max-width: 100%; box-sizing: border-box; }
+"""
+
+
+class FitPage(Preprocessor):
+    """Adds :data:`FIT_CSS` to the page's inlined styles (after nbconvert's own, from CSSHTMLHeaderPreprocessor)."""
+
+    enabled = Bool(True)
+
+    def preprocess(self, nb, resources):
+        resources.setdefault("inlining", {}).setdefault("css", []).append(FIT_CSS)
+        return nb, resources
+
+
 def feedback_preprocessors() -> list:
     """What nbgrader's generate_feedback runs, in order: hide hidden tests, sanitize, grades, the
     answers awaiting manual grading, CSS."""
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import GetGrades
 
-    return [HideHiddenTests, SanitizeStudentHTML, GetGrades, MarkAwaitingGrades, CSSHTMLHeaderPreprocessor]
+    return [HideHiddenTests, SanitizeStudentHTML, GetGrades, MarkAwaitingGrades, CSSHTMLHeaderPreprocessor, FitPage]
 
 
 def _course_root(resources) -> Path:

@@ -24,7 +24,7 @@ from ..authoring.assembly import GraderError
 from ..authoring.coursedir import SECRET_FILE, TIMESTAMP_FILE, CourseDir
 from ..authoring.invocation import command
 
-__all__ = ["Release", "release_feedback", "released_path"]
+__all__ = ["Release", "release_feedback", "released_path", "release_notes"]
 
 RELEASED, INBOX, MISSING, STALE, FAILED = "released", "not in the exchange", "no feedback", "outdated", "failed"
 
@@ -72,16 +72,13 @@ def _release_one(api, course: CourseDir, exchange: Path, course_id: str, student
     folder = course.feedback(student, assignment)
     pages = {name: folder / f"{name}.html" for name in course.notebooks(assignment) or [assignment]}  # one a notebook
     if not all(page.is_file() for page in pages.values()):
-        return Release(student, assignment, MISSING, "no feedback generated yet; run "
-                       f"`{command(f'feedback {assignment}', course.root)}` first, then release again")
+        return Release(student, assignment, MISSING, "")  # the command to run: release_notes, once
     try:
         secret = (course.submission(student, assignment) / SECRET_FILE).read_text(encoding="ascii").strip()
     except OSError:
         secret = ""
     if not secret:
-        return Release(student, assignment, INBOX, "collected without nbgrader's submission secret (from an "
-                       "inbox folder or zip, not through the exchange): the student has nothing to fetch it with; "
-                       f"give them {', '.join(map(str, pages.values()))} another way (e-mail, LMS)")
+        return Release(student, assignment, INBOX, ", ".join(map(str, pages.values())))
     generated = _read(folder / TIMESTAMP_FILE)
     if generated != course.timestamp(student, assignment):
         return Release(student, assignment, STALE, f"the feedback is of the submission of {generated or 'unknown'}, "
@@ -97,8 +94,24 @@ def _release_one(api, course: CourseDir, exchange: Path, course_id: str, student
         said = ((result.get("error") or "") + (result.get("log") or ""))[-1500:]
         return Release(student, assignment, FAILED, f"nbgrader's release_feedback did not put the page at {target}"
                        + (f":\n{said}" if said else ""))
-    return Release(student, assignment, RELEASED, f"released to {next(iter(targets.values())).parent}; the student's "
-                   "Assignments tab offers Fetch Feedback")
+    return Release(student, assignment, RELEASED, "")
+
+
+def release_notes(root: Path, results: list[Release]) -> list[str]:
+    """What the results of one kind have in common, said once after their lines (not once per page)."""
+    course = CourseDir(Path(root))
+    by = {status: sorted({r.assignment for r in results if r.status == status}) for status in (RELEASED, INBOX, MISSING)}
+    notes = []
+    if by[RELEASED]:
+        notes.append("released: each student finds the page in JupyterLab, Nbgrader > Assignment List, Fetch Feedback")
+    if by[INBOX]:
+        notes.append("not in the exchange: these were collected from an inbox folder or zip, without the submission "
+                     "secret that nbgrader's Fetch Feedback needs; give each student the page listed another way "
+                     "(e-mail, LMS)")
+    if by[MISSING]:
+        notes.append(f"no feedback generated yet: run `{command('feedback ' + ' '.join(by[MISSING]), course.root)}`, "
+                     "then release again")
+    return notes
 
 
 def _read(path: Path) -> str:

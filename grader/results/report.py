@@ -74,7 +74,8 @@ def _summary(a: AssignmentData, students: list[str]) -> list[str]:
     attention = [s for s in subs if s.attention]
     times = sorted(s.seconds for s in graded if s.seconds)
     timing = (f"median {times[len(times) // 2]:.1f} s, longest {times[-1]:.1f} s, total {sum(times) / 60:.1f} min"
-              if times else "not recorded (graded before grading times were stored)")
+              if times else "no submission graded yet" if not graded
+              else "not recorded (graded before grading times were stored)")
     waiting = sum(1 for s in graded if s.awaiting)
     rows = [["submissions graded", str(len(graded))], ["missing (none, or unreadable)", str(missing)],
             ["awaiting manual grading", f"{waiting} (left out of the scores below until graded)" if waiting else "0"],
@@ -101,11 +102,14 @@ def _exercises(a: AssignmentData, folder: Path) -> list[str]:
         checks = []
         for check in test.checks:
             failed = sum(check.key in failed_keys(t, test.checks) for t in tried)
-            checks.append((failed, f"{_pct(failed, len(tried))} failed {escape(check.what or '(no description)')} "
-                                   f"<code>{escape(check.key)}</code>"))
-        checks.sort(key=lambda c: -c[0])
-        passed = sum(1 for failed, _ in checks if not failed)
-        texts = [text for failed, text in checks if failed] + ([f"{passed} check(s) nobody failed"] if passed else [])
+            unreached = sum(check.key in (t.get("unchecked_keys") or []) for t in tried)  # not failures
+            unsaid = f" ({_pct(unreached, len(tried))} not checked: their test stopped before it)" if unreached else ""
+            checks.append((failed, unreached, f"{_pct(failed, len(tried))} failed {escape(check.what or '(no description)')} "
+                                              f"<code>{escape(check.key)}</code>{unsaid}"))
+        checks.sort(key=lambda c: (-c[0], -c[1]))
+        passed = sum(1 for failed, unreached, _ in checks if not failed and not unreached)
+        texts = [text for failed, unreached, text in checks if failed or unreached] \
+            + ([f"{passed} check(s) nobody failed"] if passed else [])
         rows.append([f"<code>{escape(test.grade_id)}</code><br><span class=note>{escape(test.description)}</span>",
                      f"{100 * share:.0f} %", _pct(len(tried), len(results)), "<br>".join(texts) or "-"])
     out.append("<p class=note>Hardest first. A hidden check's share counts the students who attempted the "
@@ -174,14 +178,18 @@ def _student_page(data: ClassData, student: str) -> str:
 def write_report(course: CourseDir, student: str | None = None) -> Path:
     """Write the class page (and figures), or with ``student`` that student's page; return its path.
 
-    Raises KeyError (with what to pass) for a student the course does not know."""
+    Raises KeyError (with what to pass) for a student the course does not know, SemesterError for a semester
+    file that autograde and export would refuse."""
+    from .late import semester_of
+
+    semester_of(course)  # the same checks as autograde's: a broken file is said here too, not read past
     folder = report_folder(course)
-    folder.mkdir(parents=True, exist_ok=True)
     data = load_class(course)
+    if student is not None and student not in data.students:
+        known = ", ".join(repr(s) for s in data.students[:5])
+        raise KeyError(f"no student {student!r} in this course; known ids include {known or 'none'}")
+    folder.mkdir(parents=True, exist_ok=True)  # only once there is a page to write: a refusal leaves nothing
     if student is not None:
-        if student not in data.students:
-            known = ", ".join(repr(s) for s in data.students[:5])
-            raise KeyError(f"no student {student!r} in this course; known ids include {known}")
         path = folder / student_page_name(student)
         path.write_text(_student_page(data, student), encoding="utf-8")
         return path

@@ -85,6 +85,10 @@ class SimilarityResult:
     def flagged(self) -> list[Pair]:
         return [p for p in self.pairs if p.flagged]
 
+    def students(self) -> set[str]:
+        """The students whose submission holds at least one answer cell."""
+        return {student for by_student in self.answers.values() for student in by_student}
+
 
 def _exercise(assignment: str, notebook: str, grade_id: str) -> str:
     """An answer cell's name: its grade_id; ``notebook/grade_id`` in an assignment of several notebooks."""

@@ -20,12 +20,14 @@ from pathlib import Path
 from ..authoring.coursedir import CourseDir
 from ..engine.execute import LEFT_AS_RELEASED
 from ..engine.outputs import printable
+from .foreign import INSTRUCTOR_NOTE, foreign_notebooks
 from .gradebook import Outcome
 from .late import lateness, semester_of
 from .manual import AWAITING, awaiting, final_score, manual_scores, score_key, score_so_far
 
 __all__ = ["ATTENTION", "grade_table"]
 
+NOT_FOUND = "was not found in the submission"  # merge's problem for an answer cell the notebook lacks
 NOT_ATTEMPTED = "NotImplementedError"  # in the reason of a test whose stub was left as released
 ATTENTION = ("timeout", "crashed", "not run", "missing")  # beyond a wrong answer
 
@@ -56,7 +58,7 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
                 "{:g} + {:g} awaiting".format(*score_so_far(o.score, o.tests, by_instructor))
             score += f" late -{penalty:g}" if penalty else ""
             cells.append(f"  {score:>14}")
-            if seconds:
+            if seconds and not _refused(course, student, name):  # a refused upload is no late submission
                 late.append(f"{where}: {_duration(seconds)} late (due {own:%Y-%m-%d %H:%M} UTC"
                             + (", extended" if (student, name) in semester.extensions else "")
                             + f"), penalty {penalty:g} of {o.max_score:g} points")
@@ -68,10 +70,13 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
                 else:
                     absent[name] += 1
                 continue
-            reasons = list(o.problems) + [f"{score_key(t)}: {t['status']} - {t['reason']}" for t in o.tests
+            foreign = foreign_notebooks(course, student, name)
+            problems = [p for p in o.problems if not (foreign and NOT_FOUND in p)]  # one line says it for them all
+            reasons = problems + [f"{score_key(t)}: {t['status']} - {t['reason']}" for t in o.tests
                                           if t["status"] in ATTENTION and t["status"] != "missing"]
+            reasons += [INSTRUCTOR_NOTE.format(names=", ".join(f"{n}.ipynb" for n in foreign))] if foreign else []
             attention += [f"{where}: {_for_instructor(r)}" for r in dict.fromkeys(reasons)]
-            failures += _failures(where, o.tests)
+            failures += [] if foreign else _failures(where, o.tests)  # not ten "not attempted": said once above
         lines.append(printable(student).ljust(width) + "".join(cells))
     if late:
         lines += ["", "late submissions:"] + [f"  {line}" for line in late]
@@ -88,6 +93,12 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
         lines += ["", "failed tests (the reason as the student reads it in their feedback):"] \
             + [f"  {line}" for line in failures]
     return "\n".join(map(printable, lines))  # student ids and reasons: no escape sequence reaches the terminal
+
+
+def _refused(course: CourseDir, student: str, assignment: str) -> bool:
+    """Whether collect refused every notebook of this submission (it holds only the record of why)."""
+    return bool(course.rejections(student, assignment)) and not any(
+        course.submitted_notebook(student, assignment, nb).is_file() for nb in course.notebooks(assignment))
 
 
 def _duration(seconds: float) -> str:
