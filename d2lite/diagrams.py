@@ -1,4 +1,4 @@
-"""Explanatory diagrams of notebooks 04-06, drawn from numbers a cell measured.
+"""Explanatory diagrams of notebooks 04-06c, drawn from numbers a cell measured.
 
 Each function draws one picture with pyplot and returns its ``Figure`` (the notebook calls
 ``plt.show()``), so that a cell shows its idea in one line instead of thirty of matplotlib:

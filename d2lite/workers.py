@@ -5,7 +5,7 @@ A ``DataLoader`` with ``num_workers > 0`` sends its ``Dataset`` (and any ``worke
 finds everything there; under *forkserver* (Linux's default from Python 3.14) and *spawn* (macOS,
 Windows) a worker is a fresh interpreter that unpickles them, which imports their module by name.
 A class defined in a notebook lives in the kernel's ``__main__``, which a fresh interpreter cannot
-import: so the objects that notebook 06 hands to workers live here.
+import: so the objects that notebooks 06b and 06c hand to workers live here.
 """
 import time
 

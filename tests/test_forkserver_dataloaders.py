@@ -71,9 +71,10 @@ def run_under_forkserver(path: Path, workdir: Path) -> None:
 
 
 def test_the_course_starts_workers_somewhere():
-    """Without any worker cell the test below would check nothing: 06 teaches workers."""
-    assert "06_performance.ipynb" in [p.name for p in notebooks_with_workers()], \
-        f"expected worker cells (num_workers > 0) in 06_performance.ipynb; found them in {notebooks_with_workers()}"
+    """Without any worker cell the test below would check nothing: 06b teaches workers, 06c seeds them."""
+    found = [p.name for p in notebooks_with_workers()]
+    for name in ("06b_input_pipeline.ipynb", "06c_profiling.ipynb"):
+        assert name in found, f"expected worker cells (num_workers > 0) in {name}; found them in {found}"
 
 
 def test_worker_cells_are_found():

@@ -1,4 +1,4 @@
-"""d2lite.workers: the data sets and worker_init_fn that notebook 06 gives to DataLoader workers
+"""d2lite.workers: the data sets and worker_init_fn that notebooks 06b and 06c give to DataLoader workers
 work in real worker processes started by spawn and by forkserver (fresh interpreters that import
 them), and seed_worker gives each worker's copy of the data set its own generator."""
 import multiprocessing
