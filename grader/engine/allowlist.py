@@ -33,6 +33,7 @@ import base64
 import binascii
 import math
 import re
+import secrets
 
 import nbformat
 
@@ -65,10 +66,21 @@ def clean_html(html: str) -> str:
 
 
 def markdown_html(text: str) -> str:
-    """Markdown rendered (nbconvert's renderer, as the page would), then cleaned."""
-    from nbconvert.filters.markdown import markdown2html
+    """Markdown rendered (nbconvert's renderer, as the page would), then cleaned; its formulas as
+    MathML rebuilt from :mod:`grader.engine.mathml`'s allowlist.
 
-    return clean_html(markdown2html(text))
+    The cleaner would escape MathML, so each formula is first a placeholder holding a random
+    token the student cannot know, and replaces it once the HTML is cleaned."""
+    from .mathml import markdown_mathml, tex_mathml
+
+    token, formulas = secrets.token_hex(16), []
+
+    def placeholder(tex: str, display: bool) -> str:
+        formulas.append(tex_mathml(tex, display))
+        return f"math{token}n{len(formulas) - 1}e"
+
+    cleaned = clean_html(markdown_mathml(text, math=placeholder))
+    return re.sub(f"math{token}n([0-9]+)e", lambda found: formulas[int(found[1])], cleaned)
 
 
 def safe_size(value) -> int | float | None:

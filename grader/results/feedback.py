@@ -39,6 +39,7 @@ from ..engine.allowlist import clean_html, markdown_html, safe_output
 from ..engine.course import HIDDEN_BEGIN, cell_points, exercise_titles, is_manual, is_test, nbgrader_meta, strip_hidden
 from ..engine.execute import AWAITING, TestResult, verdict_line
 from .foreign import STUDENT_NOTE, foreign_notebooks
+from .offline_page import OfflineFeedbackPage
 from .report_data import Check, hidden_checks
 from .vocabulary import NOT_IN_NOTEBOOK, outcome_word
 
@@ -298,6 +299,7 @@ def feedback(root: Path, assignments: list[str] | None = None, students: list[st
     sync(CourseDir(root))  # penalties from the semester file as it is now: nbgrader's page shows them
     imposed = Config()
     imposed.GenerateFeedback.preprocessors = feedback_preprocessors()  # even if nbgrader_config.py is older
+    imposed.GenerateFeedback.exporter_class = OfflineFeedbackPage  # maths as MathML, no MathJax from a CDN
     api = nbgrader_api(root, imposed)
     done = outcomes(CourseDir(root), assignments, students)
     if not done:
