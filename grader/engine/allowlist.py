@@ -3,8 +3,8 @@
 Every output was made by a kernel running the student's code, so every byte of it is the
 student's: MIME types, metadata, text. nbconvert's templates paste some of it into HTML as it is
 (``width={{ width }}`` in an ``<img>`` tag, unquoted: a width of ``1 onerror=...`` runs script), and
-MathJax turns LaTeX into links (``\\href{javascript:...}``). So what is kept is rebuilt, field by
-field, from what this module knows to be harmless:
+MathJax (formgrader's view) or a TeX converter turns LaTeX into links (``\\href{javascript:...}``).
+So what is kept is rebuilt, field by field, from what this module knows to be harmless:
 
 ================  ==============================================================================
 MIME type         kept as
@@ -15,9 +15,11 @@ MIME type         kept as
 ``text/html``     cleaned by bleach: :data:`SAFE_TAGS`, links to http(s)/mailto only, no ``img``,
                   no ``style``, no SVG, no event handlers
 ``text/markdown`` rendered to HTML, then cleaned as ``text/html`` (a ``[x](javascript:...)`` only
-                  becomes a link, which the cleaner removes, once rendered)
+                  becomes a link, which the cleaner removes, once rendered); its formulas as
+                  MathML rebuilt from :mod:`grader.engine.mathml`'s allowlist
 ``text/latex``    plain text (``text/plain``), shown in ``<pre>``, which MathJax does not typeset
-                  (cleaned HTML is wrapped in ``tex2jax_ignore`` for the same reason)
+                  (cleaned HTML is wrapped in ``tex2jax_ignore`` for the same reason: formgrader's
+                  view of the autograded notebook still runs MathJax; feedback pages do not)
 anything else     dropped (SVG, JavaScript, widgets, JSON, PDF, vendor types)
 ================  ==============================================================================
 

@@ -18,7 +18,8 @@ rest dropped), also for autograded notebooks that stock nbgrader wrote, and clea
 or raw cell that is not word for word the instructor's (instructor text is left as written: it may
 use HTML that a student may not, such as images). Both preprocessors are listed by
 :func:`feedback_preprocessors`, which ``nbgrader_config.py`` uses and :func:`feedback` imposes,
-whatever an older config file says.
+whatever an older config file says; so is the page's exporter,
+:class:`grader.results.offline_page.OfflineFeedbackPage`: formulas as MathML, no MathJax from a CDN.
 """
 from __future__ import annotations
 
