@@ -10,7 +10,6 @@ comes from her TeX.
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
