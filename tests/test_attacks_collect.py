@@ -566,6 +566,7 @@ def test_feedback_is_sanitized_even_with_an_older_course_config(graded, tmp_path
     feedback(old, students=["xss"])
     page = (old / "feedback" / "xss" / A / f"{A}.html").read_text(encoding="utf-8")
     assert active_markup(page) == [] and "PASSED (2/2)" in page
+    assert "<script" not in page, "nor MathJax from a CDN: the page exporter is imposed too (issue 31, item 6)"
 
 
 def test_stock_nbgrader_feedback_is_sanitized_too(graded, tmp_path):
@@ -574,6 +575,7 @@ def test_stock_nbgrader_feedback_is_sanitized_too(graded, tmp_path):
     stock_nbgrader(copy, "generate_feedback", A, "--student", "xss", "--force")
     page = (copy / "feedback" / "xss" / A / f"{A}.html").read_text(encoding="utf-8")
     assert active_markup(page) == [] and "&lt;script&gt;window.pwned_script" in page
+    assert "<script" not in page, "the course's config names the exporter that loads no MathJax (issue 31, item 6)"
 
 
 def test_uploads_refused_for_clashing_ids_are_carried_to_the_table_and_the_export(course, tmp_path):

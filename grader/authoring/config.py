@@ -52,6 +52,7 @@ c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplemente
 try:
     from grader.results.export import SafeCsvExport  # noqa: E402
     from grader.results.feedback import feedback_preprocessors  # noqa: E402
+    from grader.results.offline_page import OfflineFeedbackPage  # noqa: E402
     from grader.stock import GuardedExporter, autograde_preprocessors  # noqa: E402
 except ImportError as missing:
     raise SystemExit(
@@ -63,6 +64,8 @@ except ImportError as missing:
 # Feedback pages: hidden tests hidden, then whatever HTML or JavaScript the student's code displayed
 # sanitized (nbconvert's SanitizeHTML), then nbgrader's grades and CSS.
 c.GenerateFeedback.preprocessors = feedback_preprocessors()
+# ... and written by an exporter that turns TeX into MathML and loads no MathJax: pages work offline.
+c.GenerateFeedback.exporter_class = OfflineFeedbackPage
 # `nbgrader export`: nbgrader's CSV columns, with cells a spreadsheet would run as formulas escaped.
 c.ExportApp.plugin_class = SafeCsvExport
 # Stock `nbgrader autograde` runs students' code UNSANDBOXED, as you, next to gradebook.db and the

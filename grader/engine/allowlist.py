@@ -3,8 +3,8 @@
 Every output was made by a kernel running the student's code, so every byte of it is the
 student's: MIME types, metadata, text. nbconvert's templates paste some of it into HTML as it is
 (``width={{ width }}`` in an ``<img>`` tag, unquoted: a width of ``1 onerror=...`` runs script), and
-MathJax turns LaTeX into links (``\\href{javascript:...}``). So what is kept is rebuilt, field by
-field, from what this module knows to be harmless:
+MathJax (formgrader's view) or a TeX converter turns LaTeX into links (``\\href{javascript:...}``).
+So what is kept is rebuilt, field by field, from what this module knows to be harmless:
 
 ================  ==============================================================================
 MIME type         kept as
@@ -15,9 +15,11 @@ MIME type         kept as
 ``text/html``     cleaned by bleach: :data:`SAFE_TAGS`, links to http(s)/mailto only, no ``img``,
                   no ``style``, no SVG, no event handlers
 ``text/markdown`` rendered to HTML, then cleaned as ``text/html`` (a ``[x](javascript:...)`` only
-                  becomes a link, which the cleaner removes, once rendered)
+                  becomes a link, which the cleaner removes, once rendered); its formulas as
+                  MathML rebuilt from :mod:`grader.engine.mathml`'s allowlist
 ``text/latex``    plain text (``text/plain``), shown in ``<pre>``, which MathJax does not typeset
-                  (cleaned HTML is wrapped in ``tex2jax_ignore`` for the same reason)
+                  (cleaned HTML is wrapped in ``tex2jax_ignore`` for the same reason: formgrader's
+                  view of the autograded notebook still runs MathJax; feedback pages do not)
 anything else     dropped (SVG, JavaScript, widgets, JSON, PDF, vendor types)
 ================  ==============================================================================
 
@@ -33,6 +35,7 @@ import base64
 import binascii
 import math
 import re
+import secrets
 
 import nbformat
 
@@ -65,10 +68,21 @@ def clean_html(html: str) -> str:
 
 
 def markdown_html(text: str) -> str:
-    """Markdown rendered (nbconvert's renderer, as the page would), then cleaned."""
-    from nbconvert.filters.markdown import markdown2html
+    """Markdown rendered (nbconvert's renderer, as the page would), then cleaned; its formulas as
+    MathML rebuilt from :mod:`grader.engine.mathml`'s allowlist.
 
-    return clean_html(markdown2html(text))
+    The cleaner would escape MathML, so each formula is first a placeholder holding a random
+    token the student cannot know, and replaces it once the HTML is cleaned."""
+    from .mathml import markdown_mathml, tex_mathml
+
+    token, formulas = secrets.token_hex(16), []
+
+    def placeholder(tex: str, display: bool) -> str:
+        formulas.append(tex_mathml(tex, display))
+        return f"math{token}n{len(formulas) - 1}e"
+
+    cleaned = clean_html(markdown_mathml(text, math=placeholder))
+    return re.sub(f"math{token}n([0-9]+)e", lambda found: formulas[int(found[1])], cleaned)
 
 
 def safe_size(value) -> int | float | None:

@@ -18,7 +18,8 @@ rest dropped), also for autograded notebooks that stock nbgrader wrote, and clea
 or raw cell that is not word for word the instructor's (instructor text is left as written: it may
 use HTML that a student may not, such as images). Both preprocessors are listed by
 :func:`feedback_preprocessors`, which ``nbgrader_config.py`` uses and :func:`feedback` imposes,
-whatever an older config file says.
+whatever an older config file says; so is the page's exporter,
+:class:`grader.results.offline_page.OfflineFeedbackPage`: formulas as MathML, no MathJax from a CDN.
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ from ..engine.allowlist import clean_html, markdown_html, safe_output
 from ..engine.course import HIDDEN_BEGIN, cell_points, exercise_titles, is_manual, is_test, nbgrader_meta, strip_hidden
 from ..engine.execute import AWAITING, TestResult, verdict_line
 from .foreign import STUDENT_NOTE, foreign_notebooks
+from .offline_page import OfflineFeedbackPage
 from .report_data import Check, hidden_checks
 from .vocabulary import NOT_IN_NOTEBOOK, outcome_word
 
@@ -298,6 +300,7 @@ def feedback(root: Path, assignments: list[str] | None = None, students: list[st
     sync(CourseDir(root))  # penalties from the semester file as it is now: nbgrader's page shows them
     imposed = Config()
     imposed.GenerateFeedback.preprocessors = feedback_preprocessors()  # even if nbgrader_config.py is older
+    imposed.GenerateFeedback.exporter_class = OfflineFeedbackPage  # maths as MathML, no MathJax from a CDN
     api = nbgrader_api(root, imposed)
     done = outcomes(CourseDir(root), assignments, students)
     if not done:
