@@ -185,6 +185,12 @@ def with_answer(notebook: str, grade_id: str, source: str, folder: Path):
     ("05_multigpu.ipynb", "allreduce", "from d2lite import parallel as p\ndef allreduce(data):\n    p.allreduce(data)"),
     ("04_gpu.ipynb", "evaluate_accuracy",
      "def evaluate_accuracy(net, data_iter, device=None):\n    return d2lite.evaluate_accuracy_gpu(net, data_iter, device)"),
+    ("07_attention.ipynb", "attention_solution",
+     "def attention(Q, K, V, mask=None):\n    return F.scaled_dot_product_attention(Q, K, V, attn_mask=mask), None"),
+    ("07_attention.ipynb", "block_solution",
+     "class TransformerBlock(nn.Module):\n    def __init__(self, d_model, n_heads, d_ff):\n        super().__init__()\n"
+     "        self.attn = nn.MultiheadAttention(d_model, n_heads, batch_first=True)\n"
+     "    def forward(self, x):\n        return self.attn(x, x, x)[0]"),
     ("02_autograd.ipynb", "vjp",  # one backward call per row of v, not one in all
      "def vjp(f, x, v):\n    leaf = x.detach().requires_grad_(True)\n    y = f(leaf).reshape(-1)\n"
      "    for i, w in enumerate(v.reshape(-1)):\n        (w * y[i]).backward(retain_graph=True)\n    return leaf.grad"),
