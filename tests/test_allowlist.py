@@ -101,6 +101,14 @@ def test_a_markdown_cell_renders_to_itself():
     assert 'href="javascript' in markdown2html(markdown_html(text)), "control: the old two renderings make a link"
 
 
+def test_a_stored_answer_is_cleaned_again_whatever_its_length():
+    """The stored form is longer than the answer; cleaning it again (the feedback page) does not refuse it."""
+    answer = "A line of an honest written answer, with *emphasis* and `code`.\n\n" * 300
+    assert len(answer) < MAX_MARKDOWN_CHARS < len(markdown_cell(answer))
+    again = markdown_cell(markdown_cell(answer))
+    assert again != TOO_BIG and again.count("<em>emphasis</em>") == 300 and "\n" not in again
+
+
 def test_latex_is_shown_as_text_when_there_is_no_plain_text():
     assert safe_bundle({"text/latex": r"$\href{javascript:alert(1)}{x}$"}) == \
         {"text/plain": r"$\href{javascript:alert(1)}{x}$"}
