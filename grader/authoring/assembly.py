@@ -104,13 +104,17 @@ EXCHANGE = 0o1777  # the exchange's root, as /tmp: anyone adds to it, only an en
 
 
 def keep_private(root: Path, existed: bool = True) -> None:
-    """Make ``root`` its owner's only (0700); say so on stderr when other users could read it before."""
-    mode = stat.S_IMODE(root.stat().st_mode)
+    """Make ``root`` its owner's only (0700); say so on stderr when other users could read it before (a folder
+    of another owner, e.g. shared by a group of instructors, is only named)."""
+    found = root.stat()
+    mode, ours = stat.S_IMODE(found.st_mode), found.st_uid == os.getuid()
     if existed and mode & 0o077:
         print(f"course-grader build: warning: {root} was open to other users of this machine (mode {mode:04o}): "
-              "they could read the solutions, hidden tests, gradebook and submissions in it. It is now 0700 "
-              "(yours only); the exchange students use is beside it", file=sys.stderr)
-    root.chmod(PRIVATE)
+              "they could read the solutions, hidden tests, gradebook and submissions in it. "
+              + ("It is now 0700 (yours only); the exchange students use is beside it" if ours else
+                 "It is not yours: ask its owner to make it 0700"), file=sys.stderr)
+    if ours:
+        root.chmod(PRIVATE)
 
 
 def shared_exchange(root: Path) -> Path:
