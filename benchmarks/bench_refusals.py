@@ -8,7 +8,9 @@ takes is measured here, on this machine, with no threshold in a test:
 - merging 4,000 and 40,000 student cells into the trusted notebook: the ratio shows whether merging
   is linear in the number of cells (goal: about 10x for 10x the cells; 40,000 in < 20 s);
 - ``autograde --scheduler`` at an address where nothing listens: refused after the connect timeout
-  (goal: < 30 s).
+  (goal: < 30 s);
+- cleaning 30,000 nested ``<div>``s, displayed as HTML or written in a markdown answer (bleach took
+  55 s and 25 s; goal: < 1 s), and the slowest HTML under the limits (300,000 characters, 100 deep).
 
 Medians of ``BENCH_REPEATS`` runs (default 3); nothing here starts a kernel.
 """
@@ -77,6 +79,18 @@ def _unreachable_seconds() -> tuple[float, str]:
         return time.perf_counter() - start, said
 
 
+def _sanitize_seconds() -> dict[str, float]:
+    from grader.engine.allowlist import MAX_HTML_CHARS, MAX_HTML_DEPTH, clean_html, markdown_cell
+
+    nested = "<div>" * 30_000 + "x" + "</div>" * 15_000  # under the size limit: refused by its depth
+    block = "<div>" * MAX_HTML_DEPTH + "x" + "</div>" * MAX_HTML_DEPTH
+    deep_and_large = block * (MAX_HTML_CHARS // len(block))
+    return {"30,000 nested divs as an HTML output": _median_seconds(lambda: clean_html(nested)),
+            "30,000 nested divs in a markdown answer": _median_seconds(lambda: markdown_cell(nested)),
+            f"{MAX_HTML_CHARS:,} characters of divs {MAX_HTML_DEPTH} deep (the most that is parsed)": _median_seconds(
+                lambda: clean_html(deep_and_large))}
+
+
 def main() -> str:
     from grader.engine.merge import MAX_CELLS, read_submission
 
@@ -86,18 +100,21 @@ def main() -> str:
         refused = _median_seconds(lambda: read_submission(crowded))
     small, large = _merge_seconds(4_000), _merge_seconds(40_000)
     unreachable, said = _unreachable_seconds()
+    cleaning = _sanitize_seconds()
     return "\n".join([
         "## Refusals and merging (moved here from the tests' wall-clock thresholds)",
         "",
         f"<!-- headline: refuse a 20,000-cell submission before any kernel | {refused:.2f} s | < 30 s -->",
         f"<!-- headline: merge 40,000 student cells | {large:.2f} s | < 20 s, linear -->",
         f"<!-- headline: refuse an unreachable Dask scheduler | {unreachable:.1f} s | < 30 s -->",
+        f"<!-- headline: clean 30,000 nested divs (bleach: 55 s) | {max(list(cleaning.values())[:2]):.4f} s | < 1 s -->",
         "| measure | seconds |",
         "| --- | ---: |",
         f"| read and refuse a submission of 20,000 cells (limit {MAX_CELLS}) | {refused:.3f} |",
         f"| merge 4,000 student cells | {small:.3f} |",
         f"| merge 40,000 student cells | {large:.3f} |",
         f"| `autograde --scheduler` where nothing listens | {unreachable:.1f} |",
+        *(f"| clean {what} | {seconds:.4f} |" for what, seconds in cleaning.items()),
         "",
         f"Merging 10x the cells took {large / small:.1f}x the time (linear: about 10x). The 20,000-cell "
         f"file was {'refused: ' + why if cells is None else 'NOT refused'}. The scheduler: {said}.",

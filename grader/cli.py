@@ -265,7 +265,7 @@ def parser() -> argparse.ArgumentParser:
     p = subcommand("collect", cmd_collect, "import submissions: one folder or zip per student, or an nbgrader exchange")
     p.add_argument("inbox", type=Path, nargs="?", default=None,
                    help="the folder of uploads (INBOX/<student>/ or INBOX/<student>.zip), or an nbgrader exchange "
-                        "(default: the course's own exchange, ROOT/exchange)")
+                        "(default: the course's own exchange, ROOT-exchange, beside ROOT)")
     p.add_argument("--assignment", action="append", default=[], metavar="NAME", help=ASSIGNMENT_HELP)
     p.add_argument("--no-check-owner", dest="check_owner", action="store_false",
                    help="exchange only: accept submission folders not owned by the student they name "

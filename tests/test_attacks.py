@@ -93,7 +93,7 @@ def test_input_transformer_rewriting_test_cells_earns_nothing(graded):
     assert undefended(graded, "input_transformer", "add_test", stock_points) == 1
     r = real(graded, "input_transformer")
     assert r.score == 0 and r.tests["add_test"].status == "failed"
-    assert "recorded 2 times" in r.tests["add_test"].reason  # the forged record, in two parts of the cell
+    assert "recorded more than once" in r.tests["add_test"].reason  # the forged record, in two parts of the cell
 
 
 def test_patched_builtins_in_the_recorder_earn_nothing(graded):
@@ -187,14 +187,14 @@ def test_correct_records_forged_during_a_test_count_as_duplicates(graded):
     assert undefended(graded, "wrong", "add_test", first_record_wins) == 0
     r = real(graded, "forged_records_during_test")
     assert r.tests["add_test"].points == 0
-    assert "'hidden' was recorded 2 times" in r.tests["add_test"].reason
+    assert "'hidden' was recorded more than once" in r.tests["add_test"].reason
 
 
 def test_a_thread_forging_records_in_the_background_earns_nothing(graded):
     assert undefended(graded, "thread_forging_records", "add_test", first_record_wins) == 1
     assert undefended(graded, "wrong", "add_test", first_record_wins) == 0
     test = real(graded, "thread_forging_records").tests["add_test"]
-    assert test.points == 0 and "'hidden' was recorded 2 times" in test.reason, test
+    assert test.points == 0 and "'hidden' was recorded more than once" in test.reason, test
 
 
 def test_silencing_the_display_publisher_earns_nothing(graded):

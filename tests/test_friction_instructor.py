@@ -293,18 +293,18 @@ def test_collect_without_an_inbox_reads_the_courses_own_exchange(tmp_path):
     """Issue 31 (10): the README's week (`collect` from the exchange) had no command: INBOX was required.
     Without one, collect reads ROOT/exchange, where `nbgrader submit` leaves what students hand in."""
     from grader.authoring.config import configured_course_id
-    from grader.authoring.coursedir import timestamp_text
+    from grader.authoring.coursedir import CourseDir, timestamp_text
 
     root = tmp_path / "course"
     build(root, FIXTURE.parent)
     stamp = timestamp_text(datetime.now(timezone.utc) - timedelta(hours=1))
-    folder = root / "exchange" / configured_course_id(root) / "inbound" / f"ann+{A}+{stamp}+x"
+    folder = CourseDir(root).exchange / configured_course_id(root) / "inbound" / f"ann+{A}+{stamp}+x"
     folder.mkdir(parents=True)
     shutil.copyfile(FIXTURE, folder / f"{A}.ipynb")
     (folder / "timestamp.txt").write_text(stamp, encoding="utf-8")
     done = grader("--root", root, "collect", "--no-check-owner")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"collecting from the course's exchange {root / 'exchange'}" in done.stdout, done.stdout
+    assert f"collecting from the course's exchange {CourseDir(root).exchange}" in done.stdout, done.stdout
     assert f"ann / {A}: collected (" in done.stdout, done.stdout
     assert (root / "submitted" / "ann" / A / f"{A}.ipynb").read_bytes() == FIXTURE.read_bytes()
 
@@ -313,10 +313,11 @@ def test_collect_without_an_inbox_never_reads_the_release_as_a_student(tmp_path)
     """Without INBOX and with no inbound folder (not released yet), the exchange's other folders (outbound: the
     released notebooks) must not be read as one folder per student."""
     from grader.authoring.config import configured_course_id
+    from grader.authoring.coursedir import CourseDir
 
     root = tmp_path / "course"
     build(root, FIXTURE.parent)
-    outbound = root / "exchange" / configured_course_id(root) / "outbound" / A
+    outbound = CourseDir(root).exchange / configured_course_id(root) / "outbound" / A
     outbound.mkdir(parents=True)
     shutil.copyfile(FIXTURE, outbound / f"{A}.ipynb")
     done = grader("--root", root, "collect")

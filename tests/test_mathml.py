@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from grader.engine.allowlist import markdown_html
+from grader.engine.allowlist import markdown_cell, markdown_html
 from grader.engine.mathml import markdown_mathml, tex_mathml
 from page_payloads import active_markup
 
@@ -55,7 +55,7 @@ def test_student_markdown_keeps_its_formulas_as_mathml_and_no_link():
     html = markdown_html("Mine: $\\href{javascript:alert(1)}{x} + y^2$ and [c](javascript:alert(2))\n\n"
                          "$$\\text{<img src=x onerror=alert(3)>}$$")
     assert active_markup(html) == [] and "javascript:" not in html.replace("[c](javascript:", "")
-    assert "<a " not in html and "href" not in html
+    assert "href" not in html, "no link: nh3 leaves the javascript: link's <a> without its href"
     assert '<math display="inline">' in html and "<msup><mi>y</mi><mn>2</mn></msup>" in html
     assert "&lt;img src=x onerror=alert(3)&gt;" in html, "the formula that holds markup is shown as text"
 
@@ -64,3 +64,19 @@ def test_a_student_cannot_forge_the_placeholder_of_a_formula():
     """Formulas wait for the cleaner as placeholders; text that looks like one stays text."""
     html = markdown_html("math00000000000000000000000000000000n0e and $x$")
     assert "math00000000000000000000000000000000n0e" in html and html.count("<math") == 1
+
+
+def test_a_stored_written_answer_keeps_its_formulas_when_the_page_renders_it_again():
+    stored = markdown_cell("I take $y^2$ because\n\n$$\\frac{a}{b}$$")
+    page = markdown_html(stored)
+    assert "<msup><mi>y</mi><mn>2</mn></msup>" in page and "<mfrac>" in page and "tex-source" not in page
+
+
+def test_markup_hidden_in_a_stored_answers_mathml_is_rebuilt_from_the_allowlist():
+    forged = ('<div class="tex2jax_ignore"><p><math display="inline"><mi onclick="alert(1)">x</mi>'
+              '<maction actiontype="toggle"><mi>y</mi></maction></math>'
+              '<math display="inline"><mi style="color:red" mathvariant="bold">z</mi></math></p></div>')
+    page = markdown_html(forged)
+    assert active_markup(page) == [] and "<mi onclick" not in page and "style=" not in page
+    assert "<maction" not in page and "&lt;maction" in page, "a formula holding a refused element is shown as text"
+    assert '<mi mathvariant="bold">z</mi>' in page

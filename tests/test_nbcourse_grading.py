@@ -153,7 +153,7 @@ def test_feedback_has_a_page_per_notebook_and_each_is_released(graded, tmp_path)
         "a hidden test reached the student's page"
     assert main(["release-feedback", "--root", str(root)]) == 0
     for name in ("integrals", "sequences"):
-        page = released_path(root / "exchange", "numerics-101", SECRET, name)
+        page = released_path(CourseDir(root).exchange, "numerics-101", SECRET, name)
         assert page.read_bytes() == (folder / f"{name}.html").read_bytes(), name
 
 

@@ -7,13 +7,16 @@ Layout (nbgrader's own)::
     ROOT/source/<assignment>/<assignment>.ipynb      one assignment per course notebook, or
     ROOT/source/<assignment>/*.ipynb                 the notebooks of an nbgrader-layout assignment folder
     ROOT/release/<assignment>/<assignment>.ipynb     student version (generate_assignment)
+    ROOT-exchange/ (beside ROOT)                     the local exchange (release_assignment, submit); ROOT is 0700
     ROOT/submitted/<student>/<assignment>/...        collect
     ROOT/autograded/<student>/<assignment>/...       autograde
     ROOT/feedback/<student>/<assignment>/*.html      feedback
 """
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import sys
 from pathlib import Path
 
@@ -84,14 +87,57 @@ def build(root: Path, course: Path | None = None, course_id: str | None = None) 
             raise GraderError(f"{course / 'nbgrader_config.py'}: {course_id_problem(layout.course_id)}; "
                               "or pass --course-id")
         course_id = layout.course_id
+    existed = root.is_dir()
     write_config(root, _course_id(root, course_id))
-    CourseDir(root).exchange.mkdir(exist_ok=True)  # nbgrader logs "Unwritable directory" until it exists
+    keep_private(root, existed)
+    shared_exchange(root)  # nbgrader logs "Unwritable directory" until it exists
     ids = _build_folders(root, layout) if layout is not None else \
         [_build_notebook(root, notebook) for notebook in course_notebooks(course)]
     from .semester import load_semester
 
     load_semester(root, CourseDir(root).assignments())  # a wrong semester file is said now, not at autograde
     return ids
+
+
+PRIVATE = 0o700  # the course folder: solutions, hidden tests, the gradebook, every submission
+EXCHANGE = 0o1777  # the exchange's root, as /tmp: anyone adds to it, only an entry's owner moves or removes it
+
+
+def keep_private(root: Path, existed: bool = True) -> None:
+    """Make ``root`` its owner's only (0700); say so on stderr when other users could read it before (a folder
+    of another owner, e.g. shared by a group of instructors, is only named)."""
+    found = root.stat()
+    mode, ours = stat.S_IMODE(found.st_mode), found.st_uid == os.getuid()
+    if existed and mode & 0o077:
+        print(f"course-grader build: warning: {root} was open to other users of this machine (mode {mode:04o}): "
+              "they could read the solutions, hidden tests, gradebook and submissions in it. "
+              + ("It is now 0700 (yours only); the exchange students use is beside it" if ours else
+                 "It is not yours: ask its owner to make it 0700"), file=sys.stderr)
+    if ours:
+        root.chmod(PRIVATE)
+
+
+def shared_exchange(root: Path) -> Path:
+    """The course's local exchange, beside ``root``: made (or moved there from ``root/exchange``, where courses
+    built before kept it) and, when it is ours, given mode 1777 (nbgrader makes it 0777 and checks only those
+    bits; the sticky bit keeps a student from moving or removing what another put there)."""
+    exchange, old = CourseDir(root).exchange, Path(root) / "exchange"
+    if old.is_dir() and not exchange.exists():
+        old.rename(exchange)  # same file system: what students submitted keeps its owners
+        print(f"course-grader build: the exchange moved out of the course folder, from {old} to {exchange}; "
+              "restart the students' JupyterLab (its nbgrader_config.py names the exchange)", file=sys.stderr)
+    exchange.mkdir(exist_ok=True)
+    if exchange.stat().st_uid == os.getuid():
+        exchange.chmod(EXCHANGE)
+    return exchange
+
+
+def _sticky_inbound(root: Path) -> None:
+    """nbgrader's release makes ``inbound`` 2733 (students write into it, cannot list it): add the sticky bit,
+    so that a student who learns another's folder name still cannot move or remove it."""
+    inbound = CourseDir(root).exchange / configured_course_id(root) / "inbound"
+    if inbound.is_dir() and inbound.stat().st_uid == os.getuid():
+        inbound.chmod(stat.S_IMODE(inbound.stat().st_mode) | stat.S_ISVTX)
 
 
 def _build_notebook(root: Path, notebook: Path) -> str:
@@ -214,6 +260,7 @@ def release(root: Path, selected: list[str] | None = None) -> list[Path]:
             log = (shared.get("error") or "") + (shared.get("log") or "")
             raise GraderError(f"nbgrader could not put {assignment} into the exchange "
                               f"({CourseDir(root).exchange}):\n{log[-3000:]}")
+        _sticky_inbound(root)
         out += [CourseDir(root).released_notebook(assignment, nb) for nb in CourseDir(root).notebooks(assignment)]
     return out
 

@@ -33,10 +33,11 @@ c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = {course_id!r}
 # Files nbgrader does not copy along (course-grader.json: course-grader's record of a grading run).
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", {marker!r}]
-# A local exchange folder (nbgrader's default, /usr/local/share/nbgrader/exchange, needs root);
-# on a JupyterHub point this at the shared exchange instead.
+# A local exchange folder (nbgrader's default, /usr/local/share/nbgrader/exchange, needs root) beside
+# this course folder, not in it: students reach the exchange, and this folder is its owner's only (0700).
+# On a JupyterHub point this at the shared exchange instead.
 import os  # noqa: E402
-c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exchange")
+c.Exchange.root = os.path.realpath(os.path.dirname(os.path.abspath(__file__))) + "-exchange"
 # Training cells take about a minute on a 2-core CPU: a cell gets {timeout} s before it is stopped
 # (course-grader reads this value too; `--cell-timeout` overrides it for one run).
 c.ExecutePreprocessor.timeout = {timeout}

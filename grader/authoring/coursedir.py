@@ -6,7 +6,8 @@
     ROOT/source/<assignment>/<assignment>.ipynb    the instructor's notebook, with support files; an
                                                    nbgrader-layout assignment: several <notebook>.ipynb
     ROOT/release/<assignment>/                     what students get (nbgrader generate_assignment)
-    ROOT/exchange/                                 nbgrader's exchange (release_assignment, submit)
+    ROOT-exchange/  (beside ROOT, not in it)       nbgrader's exchange (release_assignment, submit): students
+                                                   reach it; ROOT itself is the owner's only (0700, `build`)
     ROOT/references/<assignment>.json              what the solution recorded (grader.engine.references);
     ROOT/references/<assignment>/<notebook>.json   that of a notebook not named as its assignment
     ROOT/submitted/<student>/<assignment>/         a collected notebook, timestamp.txt, rejected.json,
@@ -53,8 +54,10 @@ class CourseDir:
 
     @property
     def exchange(self) -> Path:
-        """The course's local nbgrader exchange (``c.Exchange.root`` in its nbgrader_config.py)."""
-        return self.root / "exchange"
+        """The course's local nbgrader exchange (``c.Exchange.root`` in its nbgrader_config.py): beside the
+        course directory, ``<root>-exchange``, since students must reach it and must not reach the course."""
+        root = Path(self.root).resolve()
+        return root.parent / f"{root.name}-exchange"
 
     def source(self, assignment: str) -> Path:
         return self.root / "source" / assignment

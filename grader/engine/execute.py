@@ -23,7 +23,7 @@ from .course import (asserts_only, cell_points, is_manual, is_task, is_test, nbg
                      support_files_under)
 from .failures import raised_in_answer, visible_message
 from .kernel import CellRun
-from .merge import Merged, Role, merge, plain_text, read_submission
+from .merge import Merged, Role, merge, plain_text, read_submission, store_written_answers
 from .notebook_run import RECORD_LIMITS, run_notebook, scrub_tainted
 from .references import References, sha256_of
 from .sandbox import Limits, SandboxUnavailable, sandbox_status
@@ -235,6 +235,7 @@ def grade(source: Path, submission: Path | None, references: References, *, work
         elif is_task(merged.notebook.cells[i]):  # nbgrader's task: answered in added cells, graded by hand
             gid = nbgrader_meta(merged.notebook.cells[i]).get("grade_id", "")
             tests.setdefault(gid, manual_result(gid, cell_points(merged.notebook.cells[i])))
+    store_written_answers(merged)
     return NotebookResult(tests, merged.notebook, problems)
 
 

@@ -23,7 +23,7 @@ from html import escape
 
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
-__all__ = ["MATHML_TAGS", "MATHML_ATTRIBUTES", "tex_mathml", "tex_source", "MathMLRenderer", "markdown_mathml"]
+__all__ = ["MATHML_TAGS", "MATHML_ATTRIBUTES", "tex_mathml", "mathml_rebuilt", "tex_source", "MathMLRenderer", "markdown_mathml"]
 
 MATHML = "{http://www.w3.org/1998/Math/MathML}"
 # Presentation MathML that draws a formula: no maction (it switches on events), no annotation-xml
@@ -66,6 +66,15 @@ def tex_mathml(tex: str, display: bool = False) -> str:
         return _rebuilt(tree)
     except Exception:  # noqa: BLE001 - the converter's own errors vary: any failure shows the source
         return tex_source(tex, display)
+
+
+def mathml_rebuilt(markup: str) -> str:
+    """``<math>`` markup (as :func:`tex_mathml` wrote it, maybe since changed by a student) written again
+    from the allowlist; the markup as escaped text if it does not parse or holds anything else."""
+    try:
+        return _rebuilt(ET.fromstring(markup))
+    except Exception:  # noqa: BLE001 - a parse error or a refused element: show it as text
+        return f'<code class="tex-source">{escape(markup)}</code>'
 
 
 def _rebuilt(element: ET.Element) -> str:

@@ -30,7 +30,7 @@ def stub(source: str, cell_type: str = "code") -> str:
         return stub_source(source)
     return TEXT_STUB if cell_type == "markdown" else CODE_STUB
 
-__all__ = ["Role", "Merged", "read_submission", "merge", "stub", "plain_text"]
+__all__ = ["Role", "Merged", "read_submission", "merge", "stub", "plain_text", "store_written_answers"]
 
 MAX_SUBMISSION_BYTES = 64 * 1024 * 1024
 MAX_CELLS = 5000  # a course notebook has about a hundred
@@ -224,6 +224,18 @@ def _assemble(source, cells, answers, anchor, problems) -> Merged:
             nb.cells.append(_code_cell(cells[j].source) if cells[j].cell_type == "code" else _text_cell(cells[j].source))
             roles.append(Role("added"))
     return Merged(nb, roles, problems)
+
+
+def store_written_answers(merged: Merged) -> None:
+    """Each markdown cell of the student's (a written answer, an answer to a task) as it may be kept in
+    the autograded notebook: rendered and cleaned (:func:`grader.engine.allowlist.markdown_cell`), since
+    formgrader renders a notebook's markdown without cleaning it, in the instructor's Jupyter. The raw
+    answer stays in ``submitted/``. Done after grading: the grader judges the student's own text."""
+    from .allowlist import markdown_cell
+
+    for role, cell in zip(merged.roles, merged.notebook.cells):
+        if role.kind in ("answer", "added") and cell.cell_type == "markdown":
+            cell.source = markdown_cell(cell.source)
 
 
 def _answers_task(source, after: int, cell) -> bool:

@@ -8,7 +8,8 @@ tensors the same dtype, shape and device type) that is equal, or within the tole
 student object's ``__eq__`` or ``__bool__`` ever runs.
 
 Reasons are written here, from trusted words only: the description the *reference* run gave each
-key, what differs (type, dtype, shape, how many elements), the name of a built-in exception, and
+key, what differs (type, dtype, shape, the number of items, values: never the student's shape, length,
+counts, or how often a key was recorded), the name of a built-in exception, and
 for a failed visible check its message as the released test cell writes it (the kernel's text
 only chooses it: :mod:`grader.engine.failures`). Text that came from the student's kernel
 (exception messages, printed output, dict keys, the contents of a malformed record) never goes
@@ -29,6 +30,7 @@ __all__ = ["Expected", "collect", "compare", "check_records", "failing_keys", "k
            "test_reason"]
 
 Expected = dict  # key -> {"value": tree, "what": str, "rtol": float, "atol": float[, "points": share]}
+NAMED_ITEMS = 16  # a reason names which item of a list differs (4 bits the kernel chooses) only up to this length
 BUILTIN_EXCEPTIONS = frozenset(name for name, obj in vars(builtins).items()
                                if isinstance(obj, type) and issubclass(obj, BaseException))
 
@@ -56,7 +58,7 @@ def _key_problem(key: str, ref: dict, got: list[dict]) -> str:
     if not got:
         return f"the test did not record {_label(key, ref)} (it stopped before reaching it)"
     if len(got) > 1:
-        return f"{_label(key, ref)} was recorded {len(got)} times instead of once"
+        return f"{_label(key, ref)} was recorded more than once instead of once"  # how often: the kernel's choice
     same, why = compare(got[0]["value"], ref["value"], float(ref.get("rtol", 0.0)), float(ref.get("atol", 0.0)))
     return "" if same else f"{_label(key, ref)}: {why}"
 
@@ -176,8 +178,8 @@ def _same(s: Any, r: Any, rtol: float, atol: float, path: str) -> tuple[bool, st
     if type(r) in (list, tuple):
         if len(s) != len(r):
             return False, f"{path} has another number of items than expected"
-        for n, (a, b) in enumerate(zip(s, r)):
-            ok, why = _same(a, b, rtol, atol, f"{path}[{n}]")
+        for n, (a, b) in enumerate(zip(s, r)):  # which item differs is the kernel's choice: named in short ones only
+            ok, why = _same(a, b, rtol, atol, f"{path}[{n}]" if len(r) <= NAMED_ITEMS else f"an item of {path}")
             if not ok:
                 return ok, why
         return True, ""

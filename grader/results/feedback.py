@@ -36,7 +36,7 @@ from traitlets import Bool
 from ..authoring.assembly import GraderError
 from ..authoring.coursedir import CourseDir
 from ..authoring.invocation import command
-from ..engine.allowlist import clean_html, markdown_html, safe_output
+from ..engine.allowlist import clean_html, markdown_cell, safe_output
 from ..engine.course import HIDDEN_BEGIN, cell_points, exercise_titles, is_manual, is_test, nbgrader_meta, strip_hidden
 from ..engine.execute import AWAITING, TestResult, verdict_line
 from .foreign import STUDENT_NOTE, foreign_notebooks
@@ -171,7 +171,7 @@ class SanitizeStudentHTML(SanitizeHTML):
         return clean_html(html_str)
 
     def _markdown(self, text: str) -> str:
-        return markdown_html(text)
+        return markdown_cell(text)  # the page's template renders it again: it must come out unchanged
 
 
 class MarkAwaitingGrades(Preprocessor):

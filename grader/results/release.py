@@ -64,6 +64,11 @@ def release_feedback(root: Path, assignments: list[str] | None = None,
                           f"then `{command('feedback', course.root)}` first")
     api = nbgrader_api(course.root)
     exchange = Path(Exchange(config=api.config).root)  # c.Exchange.root of the course's nbgrader_config.py
+    if not exchange.exists():  # a course folder copied without the exchange beside it: nbgrader needs one
+        from ..authoring.assembly import EXCHANGE
+
+        exchange.mkdir(parents=True)
+        exchange.chmod(EXCHANGE)
     results = [_release_one(api, course, exchange, api.coursedir.course_id, o.student, o.assignment) for o in done]
     return sorted(results, key=lambda r: (r.assignment, r.student))
 
