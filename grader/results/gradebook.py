@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..authoring.coursedir import TIMESTAMP_FILE, CourseDir
+from ..engine.answer_rules import REVIEW_PREFIX
 from ..engine.references import sha256_of_all
 
 __all__ = ["Outcome", "save_result", "save_or_report", "outcomes"]
@@ -71,7 +72,8 @@ def save_result(course: CourseDir, gb, student: str, assignment: str, result: di
             grade.needs_manual_grade = True
         else:
             grade.auto_score = test["points"]
-            grade.needs_manual_grade = False
+            grade.needs_manual_grade = bool(test.get("review")) and grade.manual_score is None
+        _review_comment(gb, test, assignment, student)
     gb.db.commit()
     references = course.reference_files(assignment)
     outcome = Outcome(student, assignment, sum(t["points"] for t in result["tests"]),
@@ -81,6 +83,26 @@ def save_result(course: CourseDir, gb, student: str, assignment: str, result: di
                       float(result.get("seconds", 0.0)))
     _write_atomic(course.marker(student, assignment), json.dumps(asdict(outcome), indent=1))  # ASCII: any text
     return outcome
+
+
+def _review_comment(gb, test: dict, assignment: str, student: str) -> None:
+    """A test flagged for review (``test["review"]``, :func:`grader.engine.execute.reviewed`) keeps its automatic
+    score with ``needs_manual_grade``, as nbgrader flags a cell for formgrader; the finding becomes the automatic
+    comment of the exercise's answer cell (``review_cell``), which formgrader shows under that cell. A test no
+    longer flagged loses a review comment an earlier grading left there."""
+    from nbgrader.api import MissingEntry
+
+    cell = test.get("review_cell") or ""
+    if not cell:
+        return
+    try:
+        comment = gb.find_comment(cell, test.get("notebook", assignment), assignment, student)
+    except MissingEntry:
+        return
+    if test.get("review"):
+        comment.auto_comment = test["review"]
+    elif (comment.auto_comment or "").startswith(REVIEW_PREFIX):
+        comment.auto_comment = None
 
 
 def _copy_files(source: Path, target: Path) -> None:
