@@ -12,6 +12,8 @@ decides, and a course that opted in deducts only for a certain finding.
 """
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import nbformat
@@ -170,3 +172,69 @@ def test_a_certain_finding_is_deducted_only_where_the_course_opted_in():
     assert deducted.reason.startswith("The grader read your code")
     kept = reviewed(PASSED, Reading(FINDING.problems), "pairwise_distances", deduct_certain=True)
     assert kept.points == 6.0 and kept.review  # not certain: a person decides, even there
+
+
+# --- where a flagged test shows: gradebook (formgrader), grade table, export --------------------------
+
+def _flagged_course(root: Path, monkeypatch):
+    """A course of one assignment ``a1`` (a test cell and its answer cell) with ann's submission saved by
+    :func:`grader.results.gradebook.save_result`, her test flagged for review."""
+    from nbgrader.api import Gradebook
+
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")  # nbgrader runs alembic
+
+    from grader.authoring.coursedir import CourseDir
+    from grader.results.gradebook import save_result
+
+    course = CourseDir(root)
+    course.source("a1").mkdir(parents=True)
+    nbformat.write(nbformat.v4.new_notebook(), str(course.source_notebook("a1")))
+    (course.root / "submitted" / "ann" / "a1").mkdir(parents=True)
+    (course.root / "submitted" / "ann" / "a1" / "timestamp.txt").write_text("2026-11-27 03:00:00.000000 UTC")
+    test = reviewed(PASSED, Reading(FINDING.problems), "pairwise_distances")
+    result = {"tests": [{**test.__dict__}], "problems": [], "notebook": nbformat.writes(nbformat.v4.new_notebook())}
+    with Gradebook(f"sqlite:///{course.gradebook}") as gb:
+        gb.add_assignment("a1")
+        gb.add_notebook("a1", "a1")
+        gb.add_grade_cell("test_pairwise_distances", "a1", "a1", max_score=6.0, cell_type="code")
+        gb.add_solution_cell("pairwise_distances", "a1", "a1")
+        gb.add_student("ann")
+        gb.add_submission("a1", "ann")
+        save_result(course, gb, "ann", "a1", result, [])
+    return course
+
+
+def test_a_flagged_test_keeps_its_score_and_needs_a_manual_grade_in_the_gradebook(tmp_path, monkeypatch):
+    from nbgrader.api import Gradebook
+
+    course = _flagged_course(tmp_path / "course", monkeypatch)
+    with Gradebook(f"sqlite:///{course.gradebook}") as gb:
+        grade = gb.find_grade("test_pairwise_distances", "a1", "a1", "ann")
+        comment = gb.find_comment("pairwise_distances", "a1", "a1", "ann")
+        assert (grade.auto_score, grade.manual_score, grade.needs_manual_grade) == (6.0, None, True)
+        assert "return torch.cdist(X, Y)" in comment.auto_comment  # formgrader shows it under the answer cell
+        assert gb.find_submission("a1", "ann").needs_manual_grade  # formgrader lists the submission as flagged
+
+
+def test_the_table_and_the_export_say_which_grades_await_review_until_a_person_decides(tmp_path, monkeypatch):
+    import csv
+
+    from nbgrader.api import Gradebook
+
+    from grader.results.export import SafeCsvExport
+    from grader.results.gradebook import outcomes
+    from grader.results.table import grade_table
+
+    course = _flagged_course(tmp_path / "course", monkeypatch)
+    table = grade_table(course, outcomes(course))
+    assert "6/6 review" in table and "under review" in table and "return torch.cdist(X, Y)" in table, table
+    with Gradebook(f"sqlite:///{course.gradebook}") as gb:
+        SafeCsvExport(to=str(tmp_path / "grades.csv")).export(gb)
+    row = next(csv.DictReader((tmp_path / "grades.csv").open()))
+    assert (row["score"], row["under_review"]) == ("6.0", "6.0"), row
+    with Gradebook(f"sqlite:///{course.gradebook}") as gb:  # the instructor confirms it: 0 in formgrader
+        grade = gb.find_grade("test_pairwise_distances", "a1", "a1", "ann")
+        grade.manual_score, grade.needs_manual_grade = 0.0, False
+        gb.db.commit()
+    table = grade_table(course, outcomes(course))
+    assert "0/6" in table and "under review" not in table, table
