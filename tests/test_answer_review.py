@@ -238,3 +238,13 @@ def test_the_table_and_the_export_say_which_grades_await_review_until_a_person_d
         gb.db.commit()
     table = grade_table(course, outcomes(course))
     assert "0/6" in table and "under review" not in table, table
+
+
+def test_the_students_page_says_the_answer_is_being_looked_at_without_the_rule():
+    from dataclasses import asdict
+
+    from grader.results.feedback import student_text
+
+    page = student_text(asdict(reviewed(PASSED, Reading(FINDING.problems), "pairwise_distances")), [])
+    assert "(6/6), UNDER REVIEW: " in page and REVIEW_REASON in page, page
+    assert "cdist" not in page  # the rule is the hidden part's: the finding is for the instructor

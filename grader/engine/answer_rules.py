@@ -10,8 +10,11 @@ for a verdict::
     from grader.record import answer_rules, record
     answer_rules(avoid=("cdist", "pdist"), no_loops=True)
 
-What is judged, over every statement the exercise's answer cells can reach (their own, and those of
-earlier cells that bind a global name they read, the instructor's included):
+What is read (:func:`answer_reading`): the statements the test cell's names reach, starting with the
+answer cells' definitions and followed through every cell that binds a name they read (the
+instructor's included); and every student statement that changes shared state or cannot be resolved
+(:mod:`grader.engine.answer_scope`). Exploration that only reads is not read for rules. Over the
+reached statements:
 
 - ``avoid``: no attribute or imported name containing one of these words (case and underscores
   ignored: "softmax" also catches ``torch.special.softmax``, ``_softmax``, ``nn.Softmax``); "pow"
@@ -22,16 +25,19 @@ earlier cells that bind a global name they read, the instructor's included):
   ignored);
 - ``no_modules``: the reached student code names none of these modules;
 - ``no_loops``: no ``for``/``while``, comprehension, recursion, ``map``/``filter``/``reduce`` or
-  per-element callback (``apply_``) in the reached student code;
+  per-element callback (``apply_``) in the reached student code; a loop over a tuple or list written
+  out in the code (``for t in (X, Y)``) is not one;
 - ``no_host_sync_in_loops``: no ``.item()``, ``.tolist()``, ``.numpy()``, ``.cpu()``, ``float()``,
-  ``int()``, ``bool()``, ``print()`` inside a loop of the reached student code.
+  ``int()``, ``bool()``, ``print()`` inside a loop of the reached student code;
+- code that decides at run time what it calls: in any student cell, what
+  :func:`grader.engine.answer_scope.unresolvable` lists (``eval``, ``exec``, ``get_ipython``, ...);
+  in the reached code also ``getattr`` with a name that is not a literal, ``sys``, ``inspect``,
+  ``types`` and private attributes other than the answer's own (``self._modules``) and plain dunders.
 
-Reading text can be fooled by code that decides at run time what it calls, so every student cell
-before the test (reached or not) must do without such code: ``getattr``, ``eval``, ``exec``,
-``globals``, ``vars``, ``__import__``, ``importlib``, ``sys``, ``inspect``, ``operator``,
-``get_ipython`` or ``InteractiveShell.instance()`` (input transformers; ``IPython.display`` is
-fine), magics other than ``%matplotlib``, and attributes that start
-with ``_`` (private API, ``__dict__``, ``__globals__``) other than ``__init__`` and ``__name__``.
+A finding is evidence for a person, not a verdict: the test keeps the points its behaviour earned and
+is flagged for review (:func:`grader.engine.execute.reviewed`). Only the findings of
+:attr:`Reading.certain` (a direct call of an avoided function in the exercise's own answer cells) may
+cost the points, and only in a course that opted in.
 """
 from __future__ import annotations
 
