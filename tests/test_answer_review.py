@@ -248,3 +248,9 @@ def test_the_students_page_says_the_answer_is_being_looked_at_without_the_rule()
     page = student_text(asdict(reviewed(PASSED, Reading(FINDING.problems), "pairwise_distances")), [])
     assert "(6/6), UNDER REVIEW: " in page and REVIEW_REASON in page, page
     assert "cdist" not in page  # the rule is the hidden part's: the finding is for the instructor
+
+
+def test_a_helper_in_the_answer_cell_that_the_tests_never_reach_is_not_certain(tmp_path):
+    answer = PAIRWISE_CHECKED + "\n\ndef compare(X, Y):\n    return torch.cdist(X, Y)\n"
+    reading = readings("01_tensors.ipynb", tmp_path, replace={"pairwise_distances": answer})["test_pairwise_distances"]
+    assert reading.problems and reading.certain == []  # read (it is the answer cell's), but a person decides

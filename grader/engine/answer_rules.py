@@ -342,7 +342,10 @@ def answer_reading(cells: list[tuple[str, str]], answer_cells: list[int], test_c
             problems += [f"the module `{name}` (cell {statement.cell}, line {line})"
                          for name, line in _modules_named(statement.node)
                          if name in rules.no_modules and isinstance(statement.node, (ast.Import, ast.ImportFrom))]
-    certain = [p for s in reached if s.student and s.cell in answer_cells for p in _direct_calls(s, words)]
+    seeds = [s for s in statements if s.binds & tested]  # certain: only in what the tested names themselves reach
+    by_tests = {id(s) for s in reachable(seeds, [s for s in statements if not any(s is t for t in seeds)])}
+    certain = [p for s in reached if s.student and s.cell in answer_cells and id(s) in by_tests
+               for p in _direct_calls(s, words)]
     return Reading([_quoted(cells, p) for p in dict.fromkeys(problems)],
                    [_quoted(cells, p) for p in dict.fromkeys(certain)])
 
