@@ -254,3 +254,18 @@ def test_a_helper_in_the_answer_cell_that_the_tests_never_reach_is_not_certain(t
     answer = PAIRWISE_CHECKED + "\n\ndef compare(X, Y):\n    return torch.cdist(X, Y)\n"
     reading = readings("01_tensors.ipynb", tmp_path, replace={"pairwise_distances": answer})["test_pairwise_distances"]
     assert reading.problems and reading.certain == []  # read (it is the answer cell's), but a person decides
+
+
+@pytest.mark.parametrize("cell", [
+    "T = torch.Tensor\nT.cd_ = torch.cdist\n",                     # an alias is not the student's own object
+    "from os import environ\nenviron['CUDA_VISIBLE_DEVICES'] = ''\n",
+    "import sys\nsys.modules['d2lite'] = None\n",
+    "def init(m):\n    m.weight = None\n\ntorch.nn.Linear.reset_parameters = init\n",
+    "with open('d2lite.py', 'w') as f:\n    f.write('x = 1')\n",
+    "from unittest import mock\nmock.patch('torch.cdist').start()\n",
+])
+def test_an_unused_cell_that_changes_shared_state_is_read(cell):
+    from grader.engine.answer_rules import Rules, answer_problems
+
+    cells = [("trusted", "import torch"), ("added", cell), ("answer", SOFTMAX), ("test", "softmax(X, 1)")]
+    assert any("changes what other cells share" in p for p in answer_problems(cells, [2], 3, Rules())), cell

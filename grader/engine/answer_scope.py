@@ -7,10 +7,10 @@ that prints ``sys.version``, times a function with ``%timeit`` or defines a help
 
 A student statement changes shared state when it (anywhere in it, function bodies included):
 
-- assigns or deletes an attribute, or an item below an attribute, of an object it did not create
-  (``torch.Tensor.cd_ = torch.cdist``, ``sys.modules["x"] = m``, ``os.environ["A"] = "1"``);
-  ``self`` in a method, and names the student bound to a literal, to a new instance of a class the
-  student wrote, or by ``def``/``class``, are the student's own;
+- assigns or deletes an attribute, or an item of an attribute or of something imported, of an object
+  it did not create (``torch.Tensor.cd_ = torch.cdist``, ``sys.modules["x"] = m``,
+  ``os.environ["A"] = "1"``); ``self`` in a method, function parameters, and names bound by
+  ``def``/``class`` or to a new object (:func:`own_names`) are the student's own;
 - calls a mutating method on something it did not create (``sys.modules.update``, ``sys.setprofile``);
 - patches (``mock.patch``, ``monkeypatch``), writes or removes files (``open(.., "w")``,
   ``torch.save``, ``.write_text``, ``os.remove``, ``shutil``), star-imports (``from m import *``: the
@@ -148,7 +148,8 @@ def shared_state(statement: Statement, own: set[str], modules: set[str] = frozen
                 if isinstance(part, ast.Attribute) and not _is_own(part, own, selves):
                     found.append(f"an assignment to `{ast.unparse(part)}`, not the student's own object ({_where(statement, sub)})")
                 elif isinstance(part, ast.Subscript) and not _is_own(part, own, selves) and (
-                        isinstance(part.value, (ast.Attribute, ast.Call)) or isinstance(_root(part), ast.Call)):
+                        isinstance(part.value, (ast.Attribute, ast.Call))
+                        or (isinstance(part.value, ast.Name) and part.value.id in modules)):
                     found.append(f"an assignment to `{ast.unparse(part)}`, not the student's own object ({_where(statement, sub)})")
         if isinstance(sub, ast.ImportFrom) and any(alias.name == "*" for alias in sub.names):
             found.append(f"a star-import `from {sub.module} import *` ({_where(statement, sub)})")
