@@ -214,6 +214,13 @@ def test_a_flagged_test_keeps_its_score_and_needs_a_manual_grade_in_the_gradeboo
         assert (grade.auto_score, grade.manual_score, grade.needs_manual_grade) == (6.0, None, True)
         assert "return torch.cdist(X, Y)" in comment.auto_comment  # formgrader shows it under the answer cell
         assert gb.find_submission("a1", "ann").needs_manual_grade  # formgrader lists the submission as flagged
+    from grader.results.gradebook import save_result
+
+    cleared = {"tests": [{**PASSED.__dict__}], "problems": [], "notebook": nbformat.writes(nbformat.v4.new_notebook())}
+    with Gradebook(f"sqlite:///{course.gradebook}") as gb:  # graded again, without a finding: no flag, no comment
+        save_result(course, gb, "ann", "a1", cleared, [])
+        assert not gb.find_grade("test_pairwise_distances", "a1", "a1", "ann").needs_manual_grade
+        assert gb.find_comment("pairwise_distances", "a1", "a1", "ann").auto_comment is None
 
 
 def test_the_table_and_the_export_say_which_grades_await_review_until_a_person_decides(tmp_path, monkeypatch):

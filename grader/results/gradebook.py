@@ -61,6 +61,7 @@ def save_result(course: CourseDir, gb, student: str, assignment: str, result: di
     problems = extra + result["problems"]
     gb.update_or_create_student(student)
     gb.update_or_create_submission(assignment, student, timestamp=stamp)
+    _clear_review_comments(gb, {t.get("notebook", assignment) for t in result["tests"]}, assignment, student)
     for test in result["tests"]:
         try:
             grade = gb.find_grade(test["grade_id"], test.get("notebook", assignment), assignment, student)
@@ -88,21 +89,30 @@ def save_result(course: CourseDir, gb, student: str, assignment: str, result: di
 def _review_comment(gb, test: dict, assignment: str, student: str) -> None:
     """A test flagged for review (``test["review"]``, :func:`grader.engine.execute.reviewed`) keeps its automatic
     score with ``needs_manual_grade``, as nbgrader flags a cell for formgrader; the finding becomes the automatic
-    comment of the exercise's answer cell (``review_cell``), which formgrader shows under that cell. A test no
-    longer flagged loses a review comment an earlier grading left there."""
+    comment of the exercise's answer cell (``review_cell``), which formgrader shows under that cell."""
     from nbgrader.api import MissingEntry
 
-    cell = test.get("review_cell") or ""
-    if not cell:
+    if not test.get("review") or not test.get("review_cell"):
         return
     try:
-        comment = gb.find_comment(cell, test.get("notebook", assignment), assignment, student)
+        comment = gb.find_comment(test["review_cell"], test.get("notebook", assignment), assignment, student)
     except MissingEntry:
         return
-    if test.get("review"):
-        comment.auto_comment = test["review"]
-    elif (comment.auto_comment or "").startswith(REVIEW_PREFIX):
-        comment.auto_comment = None
+    comment.auto_comment = test["review"]
+
+
+def _clear_review_comments(gb, notebooks: set[str], assignment: str, student: str) -> None:
+    """Remove the review comments an earlier grading of this submission left (a regraded answer may have none)."""
+    from nbgrader.api import MissingEntry
+
+    for notebook in notebooks:
+        try:
+            submitted = gb.find_submission_notebook(notebook, assignment, student)
+        except MissingEntry:
+            continue
+        for comment in submitted.comments:
+            if (comment.auto_comment or "").startswith(REVIEW_PREFIX):
+                comment.auto_comment = None
 
 
 def _copy_files(source: Path, target: Path) -> None:
