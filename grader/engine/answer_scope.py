@@ -91,7 +91,8 @@ def own_names(statements: list[Statement]) -> set[str]:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 arguments = node.args
                 own |= {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
-            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _creates(node.value, classes):
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None \
+                    and _creates(node.value, classes):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 own |= {t.id for t in targets if isinstance(t, ast.Name)}
     return own
@@ -145,18 +146,19 @@ def shared_state(statement: Statement, own: set[str], modules: set[str] = frozen
     for sub in ast.walk(statement.node):
         for target in _targets(sub):
             for part in ast.walk(target) if isinstance(target, (ast.Tuple, ast.List)) else [target]:
-                if isinstance(part, ast.Attribute) and not _is_own(part, own, selves):
-                    found.append(f"an assignment to `{ast.unparse(part)}`, not the student's own object ({_where(statement, sub)})")
-                elif isinstance(part, ast.Subscript) and not _is_own(part, own, selves) and (
-                        isinstance(part.value, (ast.Attribute, ast.Call))
-                        or (isinstance(part.value, ast.Name) and part.value.id in modules)):
-                    found.append(f"an assignment to `{ast.unparse(part)}`, not the student's own object ({_where(statement, sub)})")
+                shared = isinstance(part, ast.Attribute) or (isinstance(part, ast.Subscript) and (
+                    isinstance(part.value, (ast.Attribute, ast.Call))
+                    or (isinstance(part.value, ast.Name) and part.value.id in modules)))
+                if shared and not _is_own(part, own, selves):
+                    found.append(f"an assignment to `{ast.unparse(part)}`, not the student's own object "
+                                 f"({_where(statement, sub)})")
         if isinstance(sub, ast.ImportFrom) and any(alias.name == "*" for alias in sub.names):
             found.append(f"a star-import `from {sub.module} import *` ({_where(statement, sub)})")
         elif isinstance(sub, (ast.Import, ast.ImportFrom)):
             names = {a.name.split(".")[0] for a in sub.names} | {(getattr(sub, "module", None) or "").split(".")[0]}
             if names & (FILE_MODULES | {"subprocess", "pty"}):
-                found.append(f"`{', '.join(sorted(names & (FILE_MODULES | {'subprocess', 'pty'})))}` ({_where(statement, sub)})")
+                listed = ", ".join(sorted(names & (FILE_MODULES | {"subprocess", "pty"})))
+                found.append(f"`{listed}` ({_where(statement, sub)})")
         if isinstance(sub, ast.Call):
             func = sub.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""

@@ -31,8 +31,8 @@ from .shares import TOLERANCE, earned, has_shares
 from .verdicts import check_records, collect, failing_keys, key_problems, test_reason
 
 __all__ = ["Limits", "TestResult", "NotebookResult", "References", "ReferenceRunError",
-           "SandboxUnavailable", "sandbox_status", "AWAITING", "UNDER_REVIEW", "reviewed", "source_readings", "LEFT_AS_RELEASED", "manual_result",
-           "unanswered_result", "run_reference", "save_reference", "grade", "validate", "verdict_line"]
+           "SandboxUnavailable", "sandbox_status", "AWAITING", "UNDER_REVIEW", "reviewed", "source_readings",
+           "LEFT_AS_RELEASED", "manual_result", "unanswered_result", "run_reference", "save_reference", "grade", "validate", "verdict_line"]
 
 STATUSES = ("passed", "failed", "error", "timeout", "crashed", "not run", "missing", "manual")
 AWAITING = "awaiting manual grading"  # the one wording the table, the export and the feedback use
