@@ -6,7 +6,9 @@ when it raises nothing, so without help every recorded value would pass. ``nbgra
 puts :class:`CheckRecords` right after nbgrader's ``Execute`` step: it compares each graded test
 cell's records with the reference values of the instructor's solution
 (``references/<assignment>.json``, computed once and reused, exactly as ``course-grader autograde``
-does) and gives every cell that does not match an error output, which nbgrader scores 0; a cell whose
+does) and gives every cell that does not match an error output, which nbgrader scores 0 (a cell that matches
+but whose answer's source holds a finding keeps its score and is flagged for review by
+:class:`FlagReviews`, after nbgrader's SaveAutoGrades); a cell whose
 keys carry shares (:mod:`grader.engine.shares`) gets the shares it earned as its ``execute_result``,
 which nbgrader reads as partial credit. A test cell's
 stderr text becomes stdout: stock nbgrader would score a warning as a failure, course-grader does not.
@@ -32,7 +34,7 @@ from traitlets import Bool, Unicode
 
 from .authoring.coursedir import CourseDir
 from .authoring.invocation import command
-from .engine.answer_rules import source_reason, test_cell_problems
+from .engine.answer_rules import REVIEW_PREFIX, REVIEW_REASON, review_note, test_cell_readings
 from .engine.course import is_test, nbgrader_meta
 from .engine.references import References, sha256_of
 from .engine.seal import course_key
@@ -40,7 +42,7 @@ from .engine.shares import earned, has_shares
 from .engine.verdicts import check_records, key_problems, test_reason
 from .record import MIME_TYPE
 
-__all__ = ["CheckRecords", "GuardedExporter", "autograde_preprocessors", "ERROR_NAME", "OPT_IN"]
+__all__ = ["CheckRecords", "FlagReviews", "GuardedExporter", "autograde_preprocessors", "ERROR_NAME", "OPT_IN"]
 
 ERROR_NAME = "RecordedValueMismatch"
 OPT_IN = "COURSE_GRADER_ALLOW_UNSANDBOXED"  # =1: let stock `nbgrader autograde` run students' code
@@ -83,8 +85,42 @@ def autograde_preprocessors() -> list:
     from nbgrader.converters import Autograde
     from nbgrader.preprocessors import Execute
 
+    from nbgrader.preprocessors import SaveAutoGrades
+
     steps = list(Autograde.class_traits()["autograde_preprocessors"].default())
-    return steps[: steps.index(Execute) + 1] + [CheckRecords] + steps[steps.index(Execute) + 1:]
+    steps = steps[: steps.index(Execute) + 1] + [CheckRecords] + steps[steps.index(Execute) + 1:]
+    return steps[: steps.index(SaveAutoGrades) + 1] + [FlagReviews] + steps[steps.index(SaveAutoGrades) + 1:]
+
+
+REVIEWS = "course_grader_reviews"  # resources key: test grade_id -> (answer grade_id, review note)
+
+
+class FlagReviews(Preprocessor):
+    """After nbgrader's SaveAutoGrades: a test whose answer's source holds findings keeps its automatic score and
+    needs a manual grade; the finding is the answer cell's automatic comment (as course-grader saves it,
+    :mod:`grader.results.gradebook`)."""
+
+    enabled = Bool(True, help="nbconvert runs a preprocessor only when enabled").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        from nbgrader.api import Gradebook, MissingEntry
+
+        reviews, info = resources.get(REVIEWS) or {}, resources.get("nbgrader") or {}
+        if not reviews or not info.get("db_url"):
+            return nb, resources
+        with Gradebook(info["db_url"]) as gb:
+            for grade_id, (exercise, note) in reviews.items():
+                where = (info["notebook"], info["assignment"], info["student"])
+                grade = gb.find_grade(grade_id, *where)
+                grade.needs_manual_grade = grade.manual_score is None
+                try:
+                    comment = gb.find_comment(exercise, *where) if exercise else None
+                except MissingEntry:
+                    comment = None
+                if comment is not None and (not comment.auto_comment or comment.auto_comment.startswith(REVIEW_PREFIX)):
+                    comment.auto_comment = note
+            gb.db.commit()
+        return nb, resources
 
 
 class CheckRecords(Preprocessor):
@@ -102,11 +138,17 @@ class CheckRecords(Preprocessor):
                                "no graded test could be scored")
         references = self.references(Path(self.course_root), assignment, notebook)
         source = CourseDir(Path(self.course_root)).source(assignment) / f"{notebook}.ipynb"
-        read = test_cell_problems(self.roles(nb, nbformat.read(str(source), as_version=4)))
+        read = test_cell_readings(self.roles(nb, nbformat.read(str(source), as_version=4)))
+        reviews = resources.setdefault(REVIEWS, {})
         for index, cell in enumerate(nb.cells):
             if cell.cell_type == "code" and is_test(cell):
-                self.check_cell(cell, references.cells.get(nbgrader_meta(cell).get("grade_id", "")),
-                                read.get(index, []))
+                answers, reading = read.get(index, ([], None))
+                problems = reading.problems if reading else []
+                self.check_cell(cell, references.cells.get(nbgrader_meta(cell).get("grade_id", "")), problems)
+                if problems and not any(o.get("output_type") == "error" for o in cell.outputs):
+                    exercise = next((nbgrader_meta(nb.cells[a]).get("grade_id") for a in answers
+                                     if nbgrader_meta(nb.cells[a]).get("grade_id")), "")
+                    reviews[nbgrader_meta(cell)["grade_id"]] = (exercise, review_note(exercise, reading))
         return nb, resources
 
     @staticmethod
@@ -156,8 +198,10 @@ class CheckRecords(Preprocessor):
         for output in cell.outputs:  # a warning is not a failure (course-grader agrees); nbgrader
             if output.get("output_type") == "stream" and output.get("name") == "stderr":
                 output["name"] = "stdout"  # scores any stderr text 0: keep the text, not the penalty
-        if expected is not None and has_shares(expected) and not read:
+        if expected is not None and has_shares(expected):
             CheckRecords.score_shares(cell, expected, payloads)
+            if read and not any(o.get("output_type") == "error" for o in cell.outputs):
+                cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=REVIEW_REASON + "\n"))
             return
         if any(o.get("output_type") == "error" for o in cell.outputs):
             return  # nbgrader already scores it 0
@@ -165,9 +209,11 @@ class CheckRecords(Preprocessor):
             reason = "This test could not be graded (no reference values)."
         else:
             ok, why = check_records(expected, payloads)
-            if ok and not read:
+            if ok:  # a finding in the source keeps the score and asks a person (FlagReviews)
+                if read:
+                    cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=REVIEW_REASON + "\n"))
                 return
-            reason = test_reason("failed", "hidden", "", why) if not ok else source_reason(list(read))
+            reason = test_reason("failed", "hidden", "", why)
         cell.outputs.append(nbformat.v4.new_output("error", ename=ERROR_NAME, evalue=reason,
                                                    traceback=[f"{ERROR_NAME}: {reason}"]))
 

@@ -1,9 +1,10 @@
-"""What the grader reads in an answer's source decides, in its own process (grader/engine/answer_rules.py).
+"""What the grader reads in an answer's source, in its own process (grader/engine/answer_rules.py).
 
 Each attack below is the source of a real answer that gives the right values (so a grader that only
 compares values, or trusts the kernel, would give the point) by the means its exercise rules out:
 the builtin it forbids under another name, d2lite's own version by another import path, a loop, or
-code that decides at run time what it reaches. The course's own solutions must read clean.
+code that decides at run time what it reaches. The course's own solutions must read clean. A finding
+flags the test for a person's review; it takes no point by itself (tests/test_answer_review.py).
 """
 from __future__ import annotations
 
@@ -53,14 +54,12 @@ def test_a_builtin_the_exercise_rules_out_is_found_under_any_name(route):
 
 def test_an_alias_made_in_another_cell_is_followed_to_where_it_was_bound():
     found = problems("def softmax(X, dim):\n    return helper(X, dim)\n", SOFTMAX, added="helper = F.softmax\n")
-    assert any("softmax" in p and "cell 1" in p for p in found), found
+    assert any("softmax" in p and "cell 2, line 1: `helper = F.softmax`" in p for p in found), found
 
 
 @pytest.mark.parametrize("hatch", [
-    "import sys\nsys.setprofile(None)\n",                                 # the profile hook removed
-    "import threading\nt = threading.Thread(target=print)\n_ = t._target\n",
+    "import sys\nsys.setprofile(None)\n",                                 # a module's state changed
     "exec(compile('y = 1', '/usr/lib/python3/site.py', 'exec'))\n",       # a file name of its choosing
-    "f = getattr(torch, 'soft' + 'max')\n",
     "import importlib\nm = importlib.import_module('d2lite.parallel')\n",
     "ip = get_ipython()\nip.input_transformers_post.append(lambda lines: lines)\n",
     "kernel = __builtins__\n",
@@ -68,16 +67,32 @@ def test_an_alias_made_in_another_cell_is_followed_to_where_it_was_bound():
     "%run other.py\n",
     "table = vars(torch)\n",
     "table = globals()\n",
-    "import inspect\n",
     "from operator import attrgetter\n",
     "import ctypes\n",
     "import builtins\n",
     "import IPython\nshell = IPython.get_ipython()\n",
     "from IPython.core.interactiveshell import InteractiveShell\nshell = InteractiveShell.instance()\n",
 ])
-def test_code_that_decides_at_run_time_what_it_reaches_costs_the_point(hatch):
+def test_code_that_decides_at_run_time_what_it_reaches_is_found_in_any_cell(hatch):
+    """Found wherever it is (a finding flags the test for review: grader.engine.execute.reviewed)."""
     found = problems(HONEST_SOFTMAX, SOFTMAX, added=hatch)
-    assert any(p.startswith("code the grader cannot read") for p in found), found
+    assert any(p.startswith(("code the grader cannot read", "code that changes what other cells share"))
+               for p in found), found
+
+
+@pytest.mark.parametrize("reading", [
+    "import threading\nt = threading.Thread(target=print)\n_ = t._target\n",
+    "f = getattr(torch, 'soft' + 'max')\n",
+    "import inspect\nprint(inspect.signature(torch.exp))\n",
+    "import sys\nprint(sys.version)\n",
+])
+def test_code_that_only_reads_counts_where_the_tested_names_reach_it(reading):
+    """An exploration cell the answer does not use and that changes nothing shared is not read for rules;
+    the same code inside the answer is."""
+    assert problems(HONEST_SOFTMAX, SOFTMAX, added=reading) == []
+    inside = "def softmax(X, dim):\n" + "".join(f"    {line}\n" for line in reading.splitlines()) + \
+             "    return X.exp() / X.exp().sum(dim, keepdim=True)\n"
+    assert any(p.startswith("code the grader cannot read") for p in problems(inside, SOFTMAX)), inside
 
 
 def test_showing_things_with_ipython_display_is_fine():

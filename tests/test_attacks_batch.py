@@ -101,22 +101,23 @@ def test_honest_students_score_exactly_as_when_graded_alone(batches):
     assert {o.student: o.score for o in alone}["ann"] == 6  # the fixture's total: the solution
 
 
-def test_every_attacker_scores_zero_and_the_gradebook_stays_readable(batches):
+def test_every_attacker_scores_zero_unless_a_person_reviews_it_and_the_gradebook_stays_readable(batches):
     from nbgrader.api import Gradebook
 
     root, mixed, _, honest = batches
-    attackers = {o.student: o.score for o in mixed if o.student not in honest}
-    assert len(attackers) == 16 and set(attackers.values()) == {0.0}, attackers
+    attackers = {o.student: o for o in mixed if o.student not in honest}
+    unreviewed = {name: sum(t["points"] for t in o.tests if not t.get("review")) for name, o in attackers.items()}
+    assert len(attackers) == 16 and set(unreviewed.values()) == {0.0}, unreviewed  # any point kept awaits a person
     with Gradebook(f"sqlite:///{CourseDir(root).gradebook}", "d2lite") as gb:
         assert {s.id for s in gb.students} >= honest
 
 
-def test_the_shortcut_matched_every_value_and_lost_only_to_what_the_grader_read(batches):
-    """Positive control: the grader writes a source reason only over a test whose values matched."""
+def test_the_shortcut_matched_every_value_and_is_flagged_for_what_the_grader_read(batches):
+    """Positive control: the grader flags for review a test whose values matched; its points wait for a person."""
     _, mixed, _, _ = batches
     shortcut = next(o for o in mixed if o.student == "shortcut")
     test = next(t for t in shortcut.tests if t["grade_id"] == "test_pairwise")
-    assert test["points"] == 0 and test["reason"].startswith("The grader read your code"), test
+    assert test["points"] == test["max_points"] and "cdist" in test["review"], test
 
 
 def test_the_pages_and_files_made_from_the_batch_carry_no_active_markup(batches, tmp_path):

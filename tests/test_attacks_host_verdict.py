@@ -3,9 +3,10 @@
 Each attacker below reaches the right values by a means its exercise rules out (the forbidden
 builtin under another name or through torch's C layer, a loop with the profile hook removed,
 numpy's broadcasting, d2lite's own version by three import paths), or makes its kernel report
-failed checks as passed. Positive controls, in the same run: a shortcut's test reason is the
-grader's reading of the source, which it only writes over a test whose recorded values *matched*
-(a grader that compares values alone would have given the point); the forged status makes the
+failed checks as passed. Positive controls, in the same run: a shortcut's test is flagged for a
+person's review with the grader's reading of the source, over a test whose recorded values *matched*
+(a grader that compares values alone would have given the point unseen; one that zeroes on the
+reading takes points from honest code too, issue 28); the forged status makes the
 kernel's own verdict (``validate``, which trusts the kernel) say "passed". Honest students in the
 same batch get exactly their scores, and nobody's other exercises lose anything.
 """
@@ -19,13 +20,13 @@ import pytest
 
 from grader.authoring.assembly import build, release
 from grader.engine import course as nbs
+from grader.engine.answer_rules import REVIEW_REASON
 from grader.engine.execute import validate
 from grader.intake.collect import collect
 from grader.running.batch import autograde
 
 COURSE = Path(__file__).resolve().parent.parent / "course"
 T, A = "01_tensors", "02_autograd"
-READ = "The grader read your code"
 
 SHORTCUTS = {  # student -> (notebook, {answer grade_id: source}, the test that must earn 0)
     "special": (T, {"softmax": "def softmax(X, dim):\n    return torch.special.softmax(X, dim)\n"}, "test_softmax"),
@@ -105,15 +106,24 @@ def test_honest_students_get_exactly_their_scores_in_the_same_batch(graded):
     for name in (T, A):
         expected = {k: (0.0 if k in stubbed[name] else p) for k, p in full_marks(name).items()}
         assert {k: p for k, (p, _) in points(outcomes, "ben", name).items()} == expected
+        assert reviews(outcomes, "ada", name) == reviews(outcomes, "ben", name) == {}  # nobody asked to look
+
+
+def reviews(outcomes, student, name) -> dict[str, str]:
+    """grade_id -> the finding a person must judge, for the tests flagged for review."""
+    found = next(o for o in outcomes if o.student == student and o.assignment == name)
+    return {t["grade_id"]: t["review"] for t in found.tests if t.get("review")}
 
 
 @pytest.mark.parametrize("student", sorted(SHORTCUTS))
-def test_a_shortcut_the_exercise_rules_out_earns_nothing_though_its_values_match(graded, student):
+def test_a_shortcut_the_exercise_rules_out_is_flagged_for_review_though_its_values_match(graded, student):
+    """The values matched, so the test keeps its points until a person confirms the finding (issue 28):
+    nothing is taken silently, and nothing passes unseen."""
     _, outcomes = graded
     name, _, attacked = SHORTCUTS[student]
     got = points(outcomes, student, name)
-    assert got[attacked][0] == 0
-    assert got[attacked][1].startswith(READ), got[attacked]  # values matched: only the reading said no
+    assert got[attacked][0] == full_marks(name)[attacked] and got[attacked][1].endswith(REVIEW_REASON), got[attacked]
+    assert set(reviews(outcomes, student, name)) == {attacked}
     others = {k: p for k, (p, _) in got.items() if k != attacked}
     assert others == {k: p for k, p in full_marks(name).items() if k != attacked}
 

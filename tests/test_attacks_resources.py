@@ -88,8 +88,8 @@ def test_a_submission_over_its_message_budget_is_stopped_with_a_clear_reason(tmp
     answers = {name: flood(8, 5, 0.2) + SOLVED[name] for name in ("add", "mean", "shout")}
     result, _ = grade_measured(tmp_path, refs, answers, limits)
     for within in ("add_test", "mean_test"):  # 40 MB, then 80 MB in all: within both budgets, so they ran
-        test = result.tests[within]  # (and lost their points only to the grader's reading: get_ipython)
-        assert test.status == "failed" and test.reason.startswith("The grader read your code"), test
+        test = result.tests[within]  # (and passed, flagged for review for what the grader read: get_ipython)
+        assert test.status == "passed" and "get_ipython" in test.review, test
     shout = result.tests["shout_test"]
     assert shout.status == "not run" and "more than 100 MB of messages in all" in shout.reason, shout
 
@@ -123,9 +123,9 @@ def test_folder_trees_deeper_than_python_recurses_are_removed_and_grading_comple
         subprocess.run(["rm", "-rf", "--one-file-system", *map(str, left)], check=False)
     assert left == []  # the job's scratch folder and the socket folder: gone
     statuses = {t["grade_id"]: t["status"] for t in result["tests"]}
-    assert statuses == {"add_test": "failed", "mean_test": "failed", "shout_test": "failed"}, result["problems"]
-    reasons = [t["reason"] for t in result["tests"] if t["grade_id"] != "add_test"]  # they ran to the end, and
-    assert all(r.startswith("The grader read your code") for r in reasons), reasons  # lost only to `ipykernel`
+    assert statuses == {"add_test": "failed", "mean_test": "passed", "shout_test": "passed"}, result["problems"]
+    reviews = [t["review"] for t in result["tests"] if t["grade_id"] != "add_test"]  # they ran to the end, and
+    assert all("ipykernel" in r for r in reviews), reviews  # are flagged for review for `ipykernel`
     assert not [p for p in result["problems"] if "could not" in p or "failed" in p], result["problems"]
     assert Path("/etc/passwd").exists()
 

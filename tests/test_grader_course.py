@@ -153,7 +153,8 @@ def test_export_uses_nbgrader_csv_columns(released, tmp_path):
     path = export_csv(released, tmp_path / "grades.csv")
     header = next(csv.reader(path.open()))
     assert header == ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
-                      "raw_score", "late_submission_penalty", "score", "max_score", "awaiting_manual_grading"]
+                      "raw_score", "late_submission_penalty", "score", "max_score", "awaiting_manual_grading",
+                      "under_review"]
 
 
 def test_student_lab_gets_released_copies_and_keeps_their_work(released, tmp_path):

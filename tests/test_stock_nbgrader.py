@@ -32,7 +32,8 @@ NBGRADER = "import sys; from nbgrader.apps.nbgraderapp import main; sys.exit(mai
 def class_dirs(tmp_path_factory):
     """The fixture course with five students, graded by course-grader; and an ungraded copy. fay's
     pairwise answer calls torch.cdist, which the test cell's answer_rules rule out: her values match,
-    so only the grader's reading of her source can take the point (stock nbgrader must agree)."""
+    so the grader's reading of her source flags the test for review and keeps its points (stock nbgrader
+    must agree)."""
     base = tmp_path_factory.mktemp("stock")
     root = released_course(base / "course")
     fay = with_answer("pairwise", "import torch\ndef pairwise_sq_dists(x, y):\n    return torch.cdist(x, y) ** 2\n")
@@ -59,8 +60,18 @@ def test_stock_autograde_scores_every_cell_as_course_grader_does(class_dirs, tmp
     expected = cell_scores(ours)
     assert {s for s, _ in expected} == {"ann", "bob", "dan", "eve", "fay"}
     assert sum(expected.values()) > 0 and 0 in expected.values()  # a mix of right and wrong
-    assert expected[("fay", "test_pairwise")] == 0 and expected[("fay", "test_scale")] > 0
+    assert expected[("fay", "test_pairwise")] > 0 and expected[("fay", "test_scale")] > 0
     assert cell_scores(stock) == expected
+    assert flagged(ours) == flagged(stock) == {("fay", "test_pairwise")}  # for a person, in formgrader
+
+
+def flagged(root: Path) -> set[tuple[str, str]]:
+    """(student, grade cell) with an automatic score that still needs a manual grade: flagged for review."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{Path(root) / 'gradebook.db'}") as gb:
+        return {(s.student.id, g.name) for s in gb.assignment_submissions(A) for nb in s.notebooks
+                for g in nb.grades if g.needs_manual_grade and g.auto_score is not None}
 
 
 # An answer that, run as the instructor in the course directory, gives everyone 99 points in the

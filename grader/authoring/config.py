@@ -15,7 +15,8 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from .coursedir import MARKER
 
-__all__ = ["COURSE_ID", "CONFIG_NAME", "write_config", "load_config", "load_limits", "nbgrader_api",
+__all__ = ["COURSE_ID", "CONFIG_NAME", "write_config", "load_config", "load_limits", "deduct_certain_findings",
+           "nbgrader_api",
            "course_id_problem", "configured_course_id"]
 
 COURSE_ID = "d2lite"  # the default course id (``course-grader build --course-id`` sets another)
@@ -77,6 +78,12 @@ c.GuardedExporter.allow_unsandboxed = False
 # When allowed, it compares recorded values with the solution's, as course-grader does.
 c.Autograde.autograde_preprocessors = autograde_preprocessors()
 c.CheckRecords.course_root = os.path.dirname(os.path.abspath(__file__))
+# What course-grader reads in an answer's source (a builtin the exercise rules out, a loop, d2lite's own
+# version, code it cannot resolve) never takes points by itself: the test keeps what its behaviour earned
+# and is flagged for review in formgrader (needs manual grade, the finding in the answer cell's comment).
+# True: a test whose answer cell calls a ruled-out function directly (`torch.cdist(X, Y)` in the exercise's
+# own answer) scores 0 instead, without review; every other finding still goes to a person.
+c.CourseGrader.deduct_certain_findings = False
 '''
 
 
@@ -114,6 +121,15 @@ def load_config(root: Path) -> Config:
     config = PyFileConfigLoader(CONFIG_NAME, path=str(root)).load_config()
     config.CourseDirectory.root = str(root.resolve())
     return config
+
+
+def deduct_certain_findings(root: Path) -> bool:
+    """The course's opt-in (``c.CourseGrader.deduct_certain_findings = True``) to deduct findings that are certain
+    instead of flagging them for review (:func:`grader.engine.execute.reviewed`); False without a configuration."""
+    try:
+        return load_config(Path(root)).CourseGrader.get("deduct_certain_findings") is True
+    except Exception:  # noqa: BLE001 - no config yet (a course being built): flag, never deduct
+        return False
 
 
 def load_limits(root: Path, cell_timeout_s: float | None = None):

@@ -10,8 +10,11 @@ for a verdict::
     from grader.record import answer_rules, record
     answer_rules(avoid=("cdist", "pdist"), no_loops=True)
 
-What is judged, over every statement the exercise's answer cells can reach (their own, and those of
-earlier cells that bind a global name they read, the instructor's included):
+What is read (:func:`answer_reading`): the statements the test cell's names reach, starting with the
+answer cells' definitions and followed through every cell that binds a name they read (the
+instructor's included); and every student statement that changes shared state or cannot be resolved
+(:mod:`grader.engine.answer_scope`). Exploration that only reads is not read for rules. Over the
+reached statements:
 
 - ``avoid``: no attribute or imported name containing one of these words (case and underscores
   ignored: "softmax" also catches ``torch.special.softmax``, ``_softmax``, ``nn.Softmax``); "pow"
@@ -22,37 +25,39 @@ earlier cells that bind a global name they read, the instructor's included):
   ignored);
 - ``no_modules``: the reached student code names none of these modules;
 - ``no_loops``: no ``for``/``while``, comprehension, recursion, ``map``/``filter``/``reduce`` or
-  per-element callback (``apply_``) in the reached student code;
+  per-element callback (``apply_``) in the reached student code; a loop over a tuple or list written
+  out in the code (``for t in (X, Y)``) is not one;
 - ``no_host_sync_in_loops``: no ``.item()``, ``.tolist()``, ``.numpy()``, ``.cpu()``, ``float()``,
-  ``int()``, ``bool()``, ``print()`` inside a loop of the reached student code.
+  ``int()``, ``bool()``, ``print()`` inside a loop of the reached student code;
+- code that decides at run time what it calls: in any student cell, what
+  :func:`grader.engine.answer_scope.unresolvable` lists (``eval``, ``exec``, ``get_ipython``, ...);
+  in the reached code also ``getattr`` with a name that is not a literal, ``sys``, ``inspect``,
+  ``types`` and private attributes other than the answer's own (``self._modules``) and plain dunders.
 
-Reading text can be fooled by code that decides at run time what it calls, so every student cell
-before the test (reached or not) must do without such code: ``getattr``, ``eval``, ``exec``,
-``globals``, ``vars``, ``__import__``, ``importlib``, ``sys``, ``inspect``, ``operator``,
-``get_ipython`` or ``InteractiveShell.instance()`` (input transformers; ``IPython.display`` is
-fine), magics other than ``%matplotlib``, and attributes that start
-with ``_`` (private API, ``__dict__``, ``__globals__``) other than ``__init__`` and ``__name__``.
+A finding is evidence for a person, not a verdict: the test keeps the points its behaviour earned and
+is flagged for review (:func:`grader.engine.execute.reviewed`). Only the findings of
+:attr:`Reading.certain` (a direct call of an avoided function in the exercise's own answer cells) may
+cost the points, and only in a course that opted in.
 """
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 from .answer_copies import d2lite_copies
+from .answer_scope import (OPENING_DUNDERS, UNRESOLVABLE_MODULES, UNRESOLVABLE_NAMES, _selves, own_names,
+                           shared_state, unresolvable)
 from .answer_source import Statement, cell_statements, reachable
 
-__all__ = ["Rules", "declared_rules", "rule_problems", "answer_problems", "test_cell_problems", "source_reason",
+__all__ = ["Rules", "Reading", "declared_rules", "rule_problems", "answer_reading", "answer_problems",
+           "test_cell_readings", "test_cell_problems", "source_reason", "review_note", "REVIEW_REASON", "REVIEW_PREFIX",
            "DYNAMIC_NAMES", "DYNAMIC_MODULES"]
 
-DYNAMIC_NAMES = frozenset({"getattr", "setattr", "delattr", "vars", "globals", "locals", "eval", "exec",
-                           "compile", "__import__", "__builtins__", "get_ipython", "breakpoint"})
-DYNAMIC_MODULES = frozenset({"importlib", "sys", "builtins", "inspect", "operator", "ctypes", "gc", "types",
-                             "runpy", "pkgutil", "marshal", "code", "codeop", "pydoc", "dill", "ipykernel",
-                             "traitlets"})
-# Names that reach the running IPython shell (and so its input transformers) from an allowed module:
-# ``IPython.get_ipython``, ``InteractiveShell.instance()``. ``IPython.display`` stays allowed.
-SHELL_NAMES = frozenset({"get_ipython", "InteractiveShell", "instance"})
-ALLOWED_PRIVATE = frozenset({"__init__", "__name__"})
+DYNAMIC_NAMES = UNRESOLVABLE_NAMES
+DYNAMIC_MODULES = UNRESOLVABLE_MODULES | {"sys", "inspect", "types", "pydoc"}  # in the reached code
+ALLOWED_PRIVATE = frozenset({"__init__", "__name__", "__class__", "__qualname__", "__version__", "__doc__",
+                             "__module__", "__len__", "__call__", "__repr__", "__str__"})
 LOOP_NAMES = frozenset({"map", "filter", "reduce", "starmap", "accumulate", "itertools"})
 LOOP_ATTRIBUTES = frozenset({"apply_", "map_", "map2_"})
 SYNC_ATTRIBUTES = frozenset({"item", "tolist", "numpy", "cpu"})
@@ -156,26 +161,40 @@ def _imported(node: ast.AST) -> set[str]:
     return set()
 
 
-def _dynamic(statement: Statement, importable: set[str]) -> list[str]:
-    """Code in a student's statement that decides at run time what it calls or reaches.
+def _reached_dynamic(statement: Statement, importable: set[str]) -> list[str]:
+    """Code in a statement the tested names reach that decides at run time what it calls: beyond
+    :func:`grader.engine.answer_scope.unresolvable` (judged in every student cell), here also ``getattr``
+    with a name that is not a string literal, modules that reach frames and namespaces (``sys``,
+    ``inspect``, ``types``) and private attributes other than the answer's own (``self._modules``) and
+    plain dunders (``__class__``, ``__name__``, ``__version__``).
 
     importable: the names of DYNAMIC_MODULES that an instructor's cell imported (a student who reads
     them uses the module)."""
     problems = []
+    selves = _selves(statement.node)
     for sub in ast.walk(statement.node):
         if isinstance(sub, (ast.Import, ast.ImportFrom)):
             problems += [f"`import {name}` (cell {statement.cell}, line {sub.lineno})"
                          for name in sorted(_imported(sub) & DYNAMIC_MODULES)]
-        elif isinstance(sub, ast.Name) and (sub.id in DYNAMIC_NAMES or sub.id in importable):
+        elif isinstance(sub, ast.Name) and sub.id in importable:
             problems.append(f"`{sub.id}` (cell {statement.cell}, line {sub.lineno})")
-        elif isinstance(sub, ast.Attribute) and sub.attr.startswith("_") and sub.attr not in ALLOWED_PRIVATE:
+        elif isinstance(sub, ast.Attribute) and sub.attr.startswith("_") and sub.attr not in ALLOWED_PRIVATE and not (
+                isinstance(sub.value, ast.Name) and id(sub.value) in selves and sub.attr not in OPENING_DUNDERS):
             problems.append(f"the private attribute `{sub.attr}` (cell {statement.cell}, line {sub.lineno})")
-        elif isinstance(sub, ast.Attribute) and sub.attr in SHELL_NAMES:
-            problems.append(f"`{sub.attr}` (cell {statement.cell}, line {sub.lineno})")
-        if isinstance(sub, ast.ImportFrom):
-            problems += [f"`{alias.name}` (cell {statement.cell}, line {sub.lineno})"
-                         for alias in sub.names if alias.name in SHELL_NAMES]
+        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("getattr", "hasattr"):
+            name = sub.args[1] if len(sub.args) > 1 else None
+            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+                problems.append(f"`getattr` with a name the grader cannot read (cell {statement.cell}, line {sub.lineno})")
     return problems
+
+
+def _over_literal(loop: ast.AST) -> bool:
+    """A loop over a tuple or list written out in the code (``for t in (X, Y)``): it checks or handles the
+    few objects named there, it does not loop over a tensor's elements."""
+    iters = [loop.iter] if isinstance(loop, (ast.For, ast.AsyncFor)) else [
+        g.iter for g in getattr(loop, "generators", [])]
+    return bool(iters) and all(isinstance(i, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in i.elts)
+                               for i in iters)
 
 
 def _loops(statement: Statement) -> list[str]:
@@ -183,7 +202,7 @@ def _loops(statement: Statement) -> list[str]:
     recursive = {node.name for node in ast.walk(statement.node) if isinstance(node, ast.FunctionDef)
                  and any(isinstance(s, ast.Name) and s.id == node.name for s in ast.walk(node))}
     for sub in ast.walk(statement.node):
-        if isinstance(sub, LOOPS):
+        if isinstance(sub, LOOPS) and not _over_literal(sub):
             problems.append(f"a loop (`{type(sub).__name__}`, cell {statement.cell}, line {sub.lineno})")
         elif isinstance(sub, ast.Name) and sub.id in LOOP_NAMES:
             problems.append(f"`{sub.id}` (cell {statement.cell}, line {sub.lineno})")
@@ -224,23 +243,89 @@ def _defined(statements: list[Statement]) -> set[str]:
     return {s.node.name for s in statements if isinstance(s.node, (ast.FunctionDef, ast.ClassDef))}
 
 
-def answer_problems(cells: list[tuple[str, str]], answer_cells: list[int], test_cell: int,
-                    rules: Rules) -> list[str]:
-    """Why the answer breaks its exercise's rules, as phrases ("`cdist` (cell 12, line 3)"); [] if none.
+@dataclass
+class Reading:
+    """What the grader read in one exercise's answer, for a person to judge.
+
+    problems: every finding, as phrases ("`cdist` (cell 12, line 3: `return torch.cdist(X, Y)`)");
+    certain: those that cannot be an honest slip: a direct call of an avoided function written in the
+    exercise's own answer cells (a course may opt in to deduct for these alone)."""
+    problems: list[str] = field(default_factory=list)
+    certain: list[str] = field(default_factory=list)
+
+
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+WHERE = re.compile(r"\(cell (\d+), line (\d+)\)")
+
+
+def _quoted(cells: list[tuple[str, str]], phrase: str) -> str:
+    """``phrase`` with its "(cell N, line L)" followed by that line as the student wrote it."""
+    def line(match: re.Match) -> str:
+        cell, number = int(match.group(1)), int(match.group(2))
+        lines = cells[cell][1].splitlines() if cell < len(cells) else []
+        text = lines[number - 1].strip() if 0 < number <= len(lines) else ""
+        text = text if len(text) <= 80 else text[:77] + "..."
+        return f"(cell {cell + 1}, line {number}: `{text}`)" if text else f"(cell {cell + 1}, line {number})"
+    return WHERE.sub(line, phrase)
+
+
+def _tested_names(test_source: str, index: int) -> set[str]:
+    """The global names the test cell reads and does not bind itself: the names whose code is graded."""
+    statements = cell_statements(test_source, index, False) or []
+    bound = {name for s in statements for name in s.binds}
+    return {name for s in statements for name in s.uses} - bound
+
+
+def _direct_calls(statement: Statement, words: set[str]) -> list[str]:
+    """Calls in ``statement`` whose function's own name contains an avoided word (``torch.cdist(X, Y)``)."""
+    found = []
+    for sub in ast.walk(statement.node):
+        if isinstance(sub, ast.Call):
+            name = sub.func.attr if isinstance(sub.func, ast.Attribute) else getattr(sub.func, "id", "")
+            if name and any(w in _norm(name) for w in words):
+                found.append(f"`{name}` (cell {statement.cell}, line {sub.lineno})")
+    return found
+
+
+def answer_reading(cells: list[tuple[str, str]], answer_cells: list[int], test_cell: int,
+                   rules: Rules) -> Reading:
+    """What the answer's code does that its exercise's rules rule out, or that the grader cannot read.
 
     cells: (role, source) for every cell of the merged notebook, role "answer"/"added" (student's),
     "trusted" (instructor's) or "test"; answer_cells: indices of the exercise's answer cells;
-    test_cell: index of the test cell being graded (only cells before it count)."""
+    test_cell: index of the test cell being graded (only cells before it count).
+
+    Read: the statements the test's names reach (through the instructor's cells too), starting with the
+    answer cells' definitions; and every student statement that changes shared state or cannot be
+    resolved (:mod:`grader.engine.answer_scope`). A student cell that cannot be parsed is a finding."""
     statements: list[Statement] = []
+    problems: list[str] = []
     for index, (role, source) in enumerate(cells[:test_cell]):
         if role in ("answer", "added", "trusted"):
-            statements += cell_statements(source, index, role != "trusted") or []
+            read = cell_statements(source, index, role != "trusted")
+            if read is None and role != "trusted" and source.strip():
+                problems.append(f"code the grader cannot read: a cell it could not parse (cell {index}, line 1)")
+            statements += read or []
+    student = [s for s in statements if s.student]
     importable = {name for s in statements if not s.student for name in _imported(s.node)} & DYNAMIC_MODULES
-    problems = [f"code the grader cannot read: {p}" for s in statements if s.student for p in _dynamic(s, importable)]
-    start = [s for s in statements if s.cell in answer_cells]
-    reached = reachable(start, [s for s in statements if s.cell not in answer_cells])
+    tested = _tested_names(cells[test_cell][1], test_cell) if test_cell < len(cells) else set()
+    start = [s for s in statements if (s.cell in answer_cells and isinstance(s.node, DEFINITIONS))
+             or (s.student and s.binds & tested)]
+    others = [s for s in statements if not any(s is t for t in start)]
+    reached = reachable(start, others) + [s for s in statements if not s.student and s.binds & tested]
+    reached = list({id(s): s for s in reached}.values())
+    counted = {id(s) for s in reached}
+    own_objects = own_names(student)
+    modules = {name for s in statements for name in s.binds if isinstance(s.node, (ast.Import, ast.ImportFrom))}
+    for statement in student:
+        problems += [f"code the grader cannot read: {p}" for p in unresolvable(statement)]
+        if id(statement) in counted:
+            problems += [f"code the grader cannot read: {p}" for p in _reached_dynamic(statement, importable)]
+        else:
+            problems += [f"code that changes what other cells share: {p}"
+                         for p in shared_state(statement, own_objects, modules)]
     words = {_norm(w) for w in rules.avoid}
-    own = {_norm(name) for name in _defined(start)}
+    own = {_norm(name) for name in _defined([s for s in reached if s.cell in answer_cells])}
     names_d2lite = any(name == D2LITE for s in reached for name, _ in _modules_named(s.node))
     for statement in reached:
         for attribute, line in _attributes(statement.node):
@@ -257,13 +342,24 @@ def answer_problems(cells: list[tuple[str, str]], answer_cells: list[int], test_
             problems += [f"the module `{name}` (cell {statement.cell}, line {line})"
                          for name, line in _modules_named(statement.node)
                          if name in rules.no_modules and isinstance(statement.node, (ast.Import, ast.ImportFrom))]
-    return list(dict.fromkeys(problems))
+    seeds = [s for s in statements if s.binds & tested]  # certain: only in what the tested names themselves reach
+    by_tests = {id(s) for s in reachable(seeds, [s for s in statements if not any(s is t for t in seeds)])}
+    certain = [p for s in reached if s.student and s.cell in answer_cells and id(s) in by_tests
+               for p in _direct_calls(s, words)]
+    return Reading([_quoted(cells, p) for p in dict.fromkeys(problems)],
+                   [_quoted(cells, p) for p in dict.fromkeys(certain)])
 
 
-def test_cell_problems(cells: list[tuple[str, str]]) -> dict[int, list[str]]:
-    """answer_problems for every test cell of a notebook given as (role, source) pairs (roles as in
-    :func:`answer_problems`, "markdown" for the rest); an exercise's answer cells are those since the
-    previous exercise's tests."""
+def answer_problems(cells: list[tuple[str, str]], answer_cells: list[int], test_cell: int,
+                    rules: Rules) -> list[str]:
+    """:func:`answer_reading`'s findings, as phrases; [] if none."""
+    return answer_reading(cells, answer_cells, test_cell, rules).problems
+
+
+def test_cell_readings(cells: list[tuple[str, str]]) -> dict[int, tuple[list[int], Reading]]:
+    """For every test cell of a notebook given as (role, source) pairs (roles as in :func:`answer_reading`,
+    "markdown" for the rest): its exercise's answer cells (those since the previous exercise's tests) and
+    what the grader read in them."""
     found, answers, after_test = {}, [], False
     for index, (kind, source) in enumerate(cells):
         if kind == "answer":
@@ -272,8 +368,13 @@ def test_cell_problems(cells: list[tuple[str, str]]) -> dict[int, list[str]]:
             after_test = False
         elif kind == "test":
             after_test = True
-            found[index] = answer_problems(cells, answers, index, declared_rules(source))
+            found[index] = (list(answers), answer_reading(cells, answers, index, declared_rules(source)))
     return found
+
+
+def test_cell_problems(cells: list[tuple[str, str]]) -> dict[int, list[str]]:
+    """:func:`test_cell_readings`' findings for every test cell."""
+    return {index: reading.problems for index, (_, reading) in test_cell_readings(cells).items()}
 
 
 def source_reason(problems: list[str]) -> str:
@@ -281,3 +382,20 @@ def source_reason(problems: list[str]) -> str:
     listed = "; ".join(problems[:3]) + ("; and more" if len(problems) > 3 else "")
     return (f"The grader read your code: it uses {listed}, which this exercise's contract rules out; "
             "write it without them.")
+
+
+REVIEW_REASON = ("Under review: your instructor will read this answer before its points are final (the grader "
+                 "noticed something in its code that a person should look at; nothing has been taken off).")
+
+
+REVIEW_PREFIX = "course-grader review of exercise "
+
+
+def review_note(exercise: str, reading: Reading) -> str:
+    """What the instructor reads in formgrader and in the grade table about a flagged test."""
+    listed = "; ".join(reading.problems[:5]) + (f"; and {len(reading.problems) - 5} more"
+                                                if len(reading.problems) > 5 else "")
+    return (f"{REVIEW_PREFIX}`{exercise}`: the grader read {listed}. The test kept the points "
+            "its behaviour earned. Confirm the finding by giving a lower manual score, or clear it by giving "
+            "the points it kept.")
+

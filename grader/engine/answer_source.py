@@ -13,6 +13,7 @@ text judged is the text that runs. A cell that does not parse runs nothing and b
 from __future__ import annotations
 
 import ast
+import re
 import symtable
 from dataclasses import dataclass, field
 
@@ -34,13 +35,25 @@ class Statement:
     uses: set[str] = field(default_factory=set)
 
 
+TIMING = re.compile(r"^(\s*)%(timeit|time)\b((?:\s+-[a-z]\s*\d*)*)\s*(.*)$")
+
+
 def python_source(cell_source: str) -> str:
     """The Python IPython runs for a cell's text (``%magic`` lines become ``get_ipython()`` calls).
-    ``%matplotlib`` lines, which only choose a plotting backend, are dropped first."""
+    ``%matplotlib`` lines, which only choose a plotting backend, are dropped first; ``%time`` and
+    ``%timeit`` (line or cell) become the code they time, which runs in the notebook's namespace."""
     from IPython.core.inputtransformer2 import TransformerManager
 
-    kept = "\n".join(line for line in cell_source.splitlines() if not line.lstrip().startswith("%matplotlib"))
-    return TransformerManager().transform_cell(kept)
+    lines = cell_source.splitlines()
+    if lines and re.match(r"^%%(timeit|time)\b", lines[0]):  # its own line's rest is set-up code
+        lines[0] = re.sub(r"^%%(timeit|time)((?:\s+-[a-z]\s*\d*)*)\s*", "", lines[0])
+    kept = []
+    for line in lines:
+        if line.lstrip().startswith("%matplotlib"):
+            line = ""
+        timed = TIMING.match(line)
+        kept.append(timed.group(1) + timed.group(4) if timed else line)
+    return TransformerManager().transform_cell("\n".join(kept))
 
 
 def _names(table: symtable.SymbolTable) -> tuple[set[str], set[str]]:
@@ -53,7 +66,16 @@ def _names(table: symtable.SymbolTable) -> tuple[set[str], set[str]]:
             uses.add(symbol.get_name())
     for child in table.get_children():
         uses |= _scope_uses(child)
+        binds |= _scope_binds(child)
     return binds, uses
+
+
+def _scope_binds(table: symtable.SymbolTable) -> set[str]:
+    """Global names a function assigns through a ``global`` declaration (and the scopes nested in it)."""
+    binds = {s.get_name() for s in table.get_symbols() if s.is_declared_global() and s.is_assigned()}
+    for child in table.get_children():
+        binds |= _scope_binds(child)
+    return binds
 
 
 def _scope_uses(table: symtable.SymbolTable) -> set[str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import nbformat
 
-from .answer_rules import source_reason, test_cell_problems
+from .answer_rules import REVIEW_REASON, Reading, review_note, source_reason, test_cell_readings
 from .course import (asserts_only, cell_points, is_manual, is_task, is_test, nbgrader_meta, released_answer,
                      support_files_under)
 from .failures import raised_in_answer, visible_message
@@ -31,11 +31,12 @@ from .shares import TOLERANCE, earned, has_shares
 from .verdicts import check_records, collect, failing_keys, key_problems, test_reason
 
 __all__ = ["Limits", "TestResult", "NotebookResult", "References", "ReferenceRunError",
-           "SandboxUnavailable", "sandbox_status", "AWAITING", "LEFT_AS_RELEASED", "manual_result",
-           "unanswered_result", "run_reference", "save_reference", "grade", "validate", "verdict_line"]
+           "SandboxUnavailable", "sandbox_status", "AWAITING", "UNDER_REVIEW", "reviewed", "source_readings",
+           "LEFT_AS_RELEASED", "manual_result", "unanswered_result", "run_reference", "save_reference", "grade", "validate", "verdict_line"]
 
 STATUSES = ("passed", "failed", "error", "timeout", "crashed", "not run", "missing", "manual")
 AWAITING = "awaiting manual grading"  # the one wording the table, the export and the feedback use
+UNDER_REVIEW = "under review"  # a test flagged for what the grader read in its answer (points kept until decided)
 LEFT_AS_RELEASED = "You left this answer as released: 0 points, with nothing to grade by hand."
 
 
@@ -54,6 +55,8 @@ class TestResult:
     failed_keys: list[str] = field(default_factory=list)  # reference keys it did not match (class report)
     unchecked_keys: list[str] = field(default_factory=list)  # of those, never recorded: the cell stopped before them
     kernel_word: bool = False  # an assert-only test (course.asserts_only): passed iff it ran without an error
+    review: str = ""  # what the grader read in the answer's source, for a person (gradebook: needs_manual_grade)
+    review_cell: str = ""  # the grade_id of the exercise's answer cell, where formgrader shows ``review``
 
 
 @dataclass
@@ -188,11 +191,15 @@ def save_reference(source: Path, target: Path, *, limits: Limits = Limits(),
 
 
 def grade(source: Path, submission: Path | None, references: References, *, workdir: Path,
-          limits: Limits = Limits(), unsafe: bool = False, missing: str = "") -> NotebookResult:
+          limits: Limits = Limits(), unsafe: bool = False, missing: str = "",
+          deduct_certain: bool = False) -> NotebookResult:
     """Grade ``submission`` against the trusted ``source``; never raises for a bad submission.
 
     missing: why there is no submission (``submission`` None), e.g. collect's reason for rejecting
-    the upload; the default says that nothing was submitted."""
+    the upload; the default says that nothing was submitted. deduct_certain: the course's opt-in
+    (``c.CourseGrader.deduct_certain_findings``): a test whose answer calls an avoided function directly
+    in its own answer cells scores 0; by default every finding is flagged for review instead
+    (:func:`reviewed`)."""
     sandboxed = _require_sandbox(unsafe)
     _check_workdir(source, workdir)
     trusted = nbformat.read(str(source), as_version=4)
@@ -217,16 +224,17 @@ def grade(source: Path, submission: Path | None, references: References, *, work
                                       sandboxed=sandboxed, record=True, support=_support_files(source))
     problems += run_problems
     scrub_tainted(merged.notebook, runs)
-    read = source_problems(merged)
+    read = source_readings(merged)
     unchanged = _unchanged_answers(trusted, merged)
     for i, role in enumerate(merged.roles):
         if role.kind == "test":
             cell = merged.notebook.cells[i]
             test = tests[role.grade_id] = _verdict(role.grade_id, cell_points(cell), runs.get(i),
                                                    references.cells.get(role.grade_id), problems, cell.source)
-            if read.get(i) and test.points > 0:
-                test = tests[role.grade_id] = TestResult(role.grade_id, test.max_points, 0.0, "failed",
-                                                         source_reason(read[i]))
+            answers, reading = read.get(i, ([], Reading()))
+            if reading.problems and test.points > 0:
+                exercise = next((merged.roles[a].grade_id for a in answers if merged.roles[a].grade_id), role.grade_id)
+                test = tests[role.grade_id] = reviewed(test, reading, exercise, deduct_certain)
             cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=verdict_line(test))]
         elif role.kind == "answer" and is_manual(merged.notebook.cells[i]) and role.grade_id not in tests:
             points = cell_points(merged.notebook.cells[i])
@@ -262,17 +270,36 @@ def _unchanged_answers(trusted: nbformat.NotebookNode, merged: Merged) -> set[st
     return {gid for gid, texts in copies.items() if all(text == released[gid] for text in texts)}
 
 
-def source_problems(merged: Merged) -> dict[int, list[str]]:
-    """For each graded test cell (by index), what the grader read in its exercise's answer that
-    breaks the exercise's rules (:mod:`grader.engine.answer_rules`); decided from text, in this process."""
-    return test_cell_problems([(role.kind if cell.cell_type == "code" else "markdown", cell.source)
+def source_readings(merged: Merged) -> dict[int, tuple[list[int], Reading]]:
+    """For each graded test cell (by index), its exercise's answer cells and what the grader read there
+    (:mod:`grader.engine.answer_rules`); decided from text, in this process."""
+    return test_cell_readings([(role.kind if cell.cell_type == "code" else "markdown", cell.source)
                                for role, cell in zip(merged.roles, merged.notebook.cells)])
+
+
+def source_problems(merged: Merged) -> dict[int, list[str]]:
+    """For each graded test cell (by index), the findings of :func:`source_readings`."""
+    return {index: reading.problems for index, (_, reading) in source_readings(merged).items()}
+
+
+def reviewed(test: TestResult, reading: Reading, exercise: str, deduct_certain: bool = False) -> TestResult:
+    """A test whose answer's source holds findings: it keeps the points its behaviour earned and is flagged
+    for a person (``review``), who confirms or clears the finding in formgrader. Only a course that opted
+    in (``deduct_certain``) scores 0 for a certain finding (a direct call of an avoided function in the
+    exercise's own answer cells), with the reason, instead."""
+    if deduct_certain and reading.certain:
+        return TestResult(test.grade_id, test.max_points, 0.0, "failed", source_reason(reading.certain))
+    return TestResult(test.grade_id, test.max_points, test.points, test.status, f"{test.reason} {REVIEW_REASON}",
+                      test.failed_keys, test.unchecked_keys, test.kernel_word, review_note(exercise, reading),
+                      exercise)
 
 
 def verdict_line(test: TestResult) -> str:
     """What a graded test cell shows once graded: its verdict, points and reason."""
     if test.status == "manual":
         return f"{AWAITING.upper()} (-/{test.max_points:g}): {test.reason}\n"
+    if test.review:
+        return f"{test.status.upper()} ({test.points:g}/{test.max_points:g}), {UNDER_REVIEW.upper()}: {test.reason}\n"
     return f"{test.status.upper()} ({test.points:g}/{test.max_points:g}): {test.reason}\n"
 
 

@@ -13,10 +13,12 @@ cell safe whatever separator the spreadsheet splits on (``,`` here, ``;`` in man
   text; one that splits on ``;`` (or tab, ``|``) and ignores them sees pieces that all start with
   text or ``'``, never with a formula. ``eve;=1+1`` is written ``"eve;'=1+1"``.
 
-One column is added after nbgrader's: ``awaiting_manual_grading``, the points of hand-graded
-answers not yet scored in formgrader (0.0 once all are scored). ``raw_score`` and ``score`` are
-nbgrader's, as its own export writes them: the points so far (an answer not graded yet counts 0),
-so while ``awaiting_manual_grading`` is above 0 they are not final. Every numeric column stays
+Two columns are added after nbgrader's: ``awaiting_manual_grading``, the points of hand-graded
+answers not yet scored in formgrader (0.0 once all are scored), and ``under_review``, the points of
+tests flagged for what the grader read in their answer's source (``grader.engine.execute.reviewed``):
+counted in the score until an instructor confirms or clears the finding in formgrader. ``raw_score``
+and ``score`` are nbgrader's, as its own export writes them: the points so far (an answer not graded
+yet counts 0), so while either added column is above 0 they are not final. Every numeric column stays
 numeric or empty.
 
 The course's ``nbgrader_config.py`` makes it the plugin of ``nbgrader export`` too.
@@ -33,7 +35,7 @@ from nbgrader.plugins import ExportPlugin
 __all__ = ["COLUMNS", "SafeCsvExport", "spreadsheet_cell", "export_csv"]
 
 COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
-           "raw_score", "late_submission_penalty", "score", "max_score", "awaiting_manual_grading"]
+           "raw_score", "late_submission_penalty", "score", "max_score", "awaiting_manual_grading", "under_review"]
 FORMULA_START = "=+-@\t\r\n"  # OWASP: what a cell that a spreadsheet evaluates starts with
 SEPARATORS = ",;\t|\r\n"  # what some spreadsheet (some locale, some import dialog) splits cells on
 # The start of the text, or just after a separator, where what follows (spaces and double quotes
@@ -76,12 +78,13 @@ class SafeCsvExport(ExportPlugin):
                     submission = gradebook.find_submission(assignment.name, student.id)
                 except MissingEntry:
                     row.update(timestamp=None, raw_score=0.0, late_submission_penalty=0.0, score=0.0,
-                               awaiting_manual_grading=0.0)
+                               awaiting_manual_grading=0.0, under_review=0.0)
                 else:
                     penalty = submission.late_submission_penalty or 0.0
                     row.update(timestamp=submission.timestamp, raw_score=submission.score,
                                late_submission_penalty=penalty, score=max(0.0, submission.score - penalty))
                     row["awaiting_manual_grading"] = _ungraded_points(submission)
+                    row["under_review"] = _review_points(submission)
                 yield row
 
 
@@ -90,6 +93,13 @@ def _ungraded_points(submission) -> float:
     manual one: hand-graded answers not yet scored in formgrader)."""
     return float(sum(grade.max_score or 0.0 for notebook in submission.notebooks for grade in notebook.grades
                      if grade.auto_score is None and grade.manual_score is None))
+
+
+def _review_points(submission) -> float:
+    """The points of the submission's grades flagged for review (an automatic score that still needs a manual
+    grade, :func:`grader.engine.execute.reviewed`): counted in ``score`` until an instructor decides."""
+    return float(sum(grade.auto_score or 0.0 for notebook in submission.notebooks for grade in notebook.grades
+                     if grade.auto_score is not None and grade.needs_manual_grade and grade.manual_score is None))
 
 
 def export_csv(root: Path, to: Path | None = None) -> Path:

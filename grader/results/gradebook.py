@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..authoring.coursedir import TIMESTAMP_FILE, CourseDir
+from ..engine.answer_rules import REVIEW_PREFIX
 from ..engine.references import sha256_of_all
 
 __all__ = ["Outcome", "save_result", "save_or_report", "outcomes"]
@@ -60,6 +61,7 @@ def save_result(course: CourseDir, gb, student: str, assignment: str, result: di
     problems = extra + result["problems"]
     gb.update_or_create_student(student)
     gb.update_or_create_submission(assignment, student, timestamp=stamp)
+    _clear_review_comments(gb, {t.get("notebook", assignment) for t in result["tests"]}, assignment, student)
     for test in result["tests"]:
         try:
             grade = gb.find_grade(test["grade_id"], test.get("notebook", assignment), assignment, student)
@@ -71,7 +73,8 @@ def save_result(course: CourseDir, gb, student: str, assignment: str, result: di
             grade.needs_manual_grade = True
         else:
             grade.auto_score = test["points"]
-            grade.needs_manual_grade = False
+            grade.needs_manual_grade = bool(test.get("review")) and grade.manual_score is None
+        _review_comment(gb, test, assignment, student)
     gb.db.commit()
     references = course.reference_files(assignment)
     outcome = Outcome(student, assignment, sum(t["points"] for t in result["tests"]),
@@ -81,6 +84,35 @@ def save_result(course: CourseDir, gb, student: str, assignment: str, result: di
                       float(result.get("seconds", 0.0)))
     _write_atomic(course.marker(student, assignment), json.dumps(asdict(outcome), indent=1))  # ASCII: any text
     return outcome
+
+
+def _review_comment(gb, test: dict, assignment: str, student: str) -> None:
+    """A test flagged for review (``test["review"]``, :func:`grader.engine.execute.reviewed`) keeps its automatic
+    score with ``needs_manual_grade``, as nbgrader flags a cell for formgrader; the finding becomes the automatic
+    comment of the exercise's answer cell (``review_cell``), which formgrader shows under that cell."""
+    from nbgrader.api import MissingEntry
+
+    if not test.get("review") or not test.get("review_cell"):
+        return
+    try:
+        comment = gb.find_comment(test["review_cell"], test.get("notebook", assignment), assignment, student)
+    except MissingEntry:
+        return
+    comment.auto_comment = test["review"]
+
+
+def _clear_review_comments(gb, notebooks: set[str], assignment: str, student: str) -> None:
+    """Remove the review comments an earlier grading of this submission left (a regraded answer may have none)."""
+    from nbgrader.api import MissingEntry
+
+    for notebook in notebooks:
+        try:
+            submitted = gb.find_submission_notebook(notebook, assignment, student)
+        except MissingEntry:
+            continue
+        for comment in submitted.comments:
+            if (comment.auto_comment or "").startswith(REVIEW_PREFIX):
+                comment.auto_comment = None
 
 
 def _copy_files(source: Path, target: Path) -> None:

@@ -11,9 +11,10 @@ automatic score of a test cell, as in nbgrader (``Grade.score``). :func:`final_s
 from __future__ import annotations
 
 from ..authoring.coursedir import CourseDir
-from ..engine.execute import AWAITING
+from ..engine.execute import AWAITING, UNDER_REVIEW
 
-__all__ = ["AWAITING", "manual_scores", "final_score", "score_so_far", "awaiting", "score_key"]
+__all__ = ["AWAITING", "UNDER_REVIEW", "manual_scores", "final_score", "score_so_far", "awaiting", "under_review",
+           "score_key"]
 
 
 def manual_scores(course: CourseDir) -> dict[tuple[str, str], dict[str, float]]:
@@ -50,6 +51,13 @@ def score_key(test: dict) -> str:
 def awaiting(tests: list[dict], scored: dict[str, float]) -> list[str]:
     """The grade_ids of hand-graded answers not graded yet."""
     return [t["grade_id"] for t in tests if t["status"] == "manual" and score_key(t) not in scored]
+
+
+def under_review(tests: list[dict], scored: dict[str, float]) -> list[str]:
+    """The grade_ids of tests flagged for what the grader read in their answer (``review``) that no instructor
+    has decided yet: they count with the points their behaviour earned until a manual score replaces them
+    (a lower one confirms the finding, the same one clears it)."""
+    return [t["grade_id"] for t in tests if t.get("review") and score_key(t) not in scored]
 
 
 def score_so_far(score: float, tests: list[dict], scored: dict[str, float]) -> tuple[float, float]:

@@ -16,7 +16,7 @@ from html import escape
 from pathlib import Path
 
 from ..authoring.coursedir import CourseDir
-from .manual import AWAITING
+from .manual import AWAITING, UNDER_REVIEW
 from .report_data import AssignmentData, ClassData, attempted, failed_keys, load_class
 from .report_figures import Figure, score_histogram, share_bars, time_boxes
 
@@ -77,8 +77,11 @@ def _summary(a: AssignmentData, students: list[str]) -> list[str]:
               if times else "no submission graded yet" if not graded
               else "not recorded (graded before grading times were stored)")
     waiting = sum(1 for s in graded if s.awaiting)
+    reviewing = sum(1 for s in graded if s.review)
     rows = [["submissions graded", str(len(graded))], ["missing (none, or unreadable)", str(missing)],
             ["awaiting manual grading", f"{waiting} (left out of the scores below until graded)" if waiting else "0"],
+            [UNDER_REVIEW, f"{reviewing} (scores include the points kept until you decide in formgrader)"
+                           if reviewing else "0"],
             ["late", escape(late)], ["needing attention", str(len(attention))],
             ["grading time per submission", escape(timing)],
             ["reference run (the solution)", f"{a.reference_seconds:.1f} s" if a.reference_seconds else "-"]]
@@ -169,6 +172,7 @@ def _student_page(data: ClassData, student: str) -> str:
         tests = "<br>".join(f"<code>{escape(t['grade_id'])}</code> {escape(t['status'])}: {escape(t['reason'])}"
                             for t in s.tests)
         score = f"{s.score:g}/{s.max_score:g}" + (f" ({AWAITING}: {', '.join(s.awaiting)})" if s.awaiting else "")
+        score += f" ({UNDER_REVIEW}: {', '.join(s.review)})" if s.review else ""
         rows.append([escape(a.name), escape(score), escape("; ".join(filter(None, [late, *s.attention]))),
                      tests])
     body.append(_table(["assignment", "score", "notes", "tests"], rows))

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta, timezone
 
 from ..authoring.coursedir import CourseDir
 from .gradebook import FIELDS, Outcome
-from .manual import awaiting, manual_scores
+from .manual import awaiting, manual_scores, under_review
 from .table import ATTENTION, attempted
 
 __all__ = ["Check", "Test", "Submission", "AssignmentData", "ClassData", "load_class", "attempted",
@@ -54,6 +54,7 @@ class Submission:
     seconds: float = 0.0             # grading time; 0: not measured (graded before it was stored)
     late_seconds: float | None = None  # None: the assignment has no due date
     awaiting: list[str] = field(default_factory=list)  # grade ids of hand-graded answers not scored yet
+    review: list[str] = field(default_factory=list)  # grade ids flagged for review, not decided yet (points kept)
 
     @property
     def missing(self) -> bool:
@@ -196,7 +197,8 @@ def _assignment(course: CourseDir, gb, assignment, by_hand: dict[tuple[str, str]
         score = scores.get(student, outcome.score)  # the gradebook's: a manual grade in formgrader wins
         submissions[student] = Submission(student, score, outcome.max_score, outcome.tests,
                                           outcome.problems, float(outcome.seconds or 0.0), late,
-                                          awaiting(outcome.tests, by_hand.get((student, name), {})))
+                                          awaiting(outcome.tests, by_hand.get((student, name), {})),
+                                          under_review(outcome.tests, by_hand.get((student, name), {})))
     seen = list(described) or [t["grade_id"] for s in list(submissions.values())[:1] for t in s.tests]
     tests.sort(key=lambda t: (seen.index(t.grade_id) if t.grade_id in seen else len(seen), t.grade_id))
     return AssignmentData(name, due, tests, submissions, reference_seconds)

@@ -23,7 +23,7 @@ from ..engine.outputs import printable
 from .foreign import INSTRUCTOR_NOTE, foreign_notebooks
 from .gradebook import Outcome
 from .late import lateness, semester_of
-from .manual import AWAITING, awaiting, final_score, manual_scores, score_key, score_so_far
+from .manual import AWAITING, UNDER_REVIEW, awaiting, final_score, manual_scores, score_key, score_so_far, under_review
 
 __all__ = ["ATTENTION", "grade_table"]
 
@@ -41,7 +41,7 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
     by = {(o.student, o.assignment): o for o in results}
     width = max([len("student"), *(len(printable(s)) for s in rows)])
     lines = ["student".ljust(width) + "".join(f"  {n:>14}" for n in names)]
-    attention, failures, absent, late, by_hand = [], [], {name: 0 for name in names}, [], []
+    attention, failures, absent, late, by_hand, review = [], [], {name: 0 for name in names}, [], [], []
     due, now, semester = due_dates(course), datetime.now(timezone.utc), semester_of(course)
     due |= semester.due
     scored = manual_scores(course)
@@ -57,6 +57,8 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
             score = "-" if o is None else f"{final:g}/{o.max_score:g}" if final is not None else \
                 "{:g} + {:g} awaiting".format(*score_so_far(o.score, o.tests, by_instructor))
             score += f" late -{penalty:g}" if penalty else ""
+            flagged = under_review(o.tests, by_instructor) if o else []
+            score += " review" if flagged else ""
             cells.append(f"  {score:>14}")
             if seconds and not _refused(course, student, name):  # a refused upload is no late submission
                 late.append(f"{where}: {_duration(seconds)} late (due {own:%Y-%m-%d %H:%M} UTC"
@@ -64,6 +66,8 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
                             + f"), penalty {penalty:g} of {o.max_score:g} points")
             if o and (left := awaiting(o.tests, by_instructor)):
                 by_hand.append(f"{where}: {', '.join(left)}")
+            if flagged:
+                review += [f"{where}: {t['grade_id']}: {t['review']}" for t in o.tests if t["grade_id"] in flagged]
             if o is None:
                 if own is not None and own <= now:
                     attention.append(f"{where}: nothing submitted (due {own:%Y-%m-%d %H:%M} UTC)")
@@ -89,6 +93,9 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
         lines += ["", "not submitted yet:"] + [f"  {line}" for line in waiting]
     if by_hand:
         lines += ["", f"{AWAITING} (score these answers in formgrader):"] + [f"  {line}" for line in by_hand]
+    if review:
+        lines += ["", f"{UNDER_REVIEW}: the points the behaviour earned are counted until you confirm (a lower manual "
+                      "score) or clear (the same score) each finding in formgrader:"] + [f"  {line}" for line in review]
     if failures:
         lines += ["", "failed tests (the reason as the student reads it in their feedback):"] \
             + [f"  {line}" for line in failures]

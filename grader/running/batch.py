@@ -83,7 +83,7 @@ def autograde(root: Path, *, assignments: list[str] | None = None, students: lis
     instead of ``workers`` local processes."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    from ..authoring.config import load_config, load_limits, nbgrader_api
+    from ..authoring.config import deduct_certain_findings, load_config, load_limits, nbgrader_api
     from ..engine.sandbox import SandboxUnavailable, sandbox_status
 
     course = CourseDir(Path(root)).resolved()
@@ -111,7 +111,7 @@ def autograde(root: Path, *, assignments: list[str] | None = None, students: lis
     stale, seconds = reference_plan(course, names, key)
     with Gradebook(db_url, course_id) as gb:
         todo = pending_submissions(course, names, students, force, stale, gradebook_scores(gb))
-    batch = _Batch(course, limits, unsafe, progress, key)
+    batch = _Batch(course, limits, unsafe, progress, key, deduct_certain_findings(course.root))
     if todo:
         with open_runner(workers=workers, scheduler=scheduler) as runner, Gradebook(db_url, course_id) as gb:
             batch.run(runner, gb, todo, [a for a in stale if any(a == t for _, t in todo)], seconds)
@@ -138,8 +138,9 @@ class _Batch:
     """One batch: reference runs first, each assignment's submissions as soon as its own reference
     is done (grader.running.schedule), every result saved the moment it arrives."""
 
-    def __init__(self, course: CourseDir, limits, unsafe: bool, progress: bool, key: bytes):
+    def __init__(self, course: CourseDir, limits, unsafe: bool, progress: bool, key: bytes, deduct: bool = False):
         self.course, self.limits, self.unsafe, self.progress, self.key = course, limits, unsafe, progress, key
+        self.deduct = deduct  # the course's c.CourseGrader.deduct_certain_findings
         self.failed: dict[str, str] = {}                   # assignment -> why its reference failed
         self.refused: dict[tuple[str, str], str] = {}      # (student, assignment) -> why not graded
         self.trusted: dict[tuple[str, str], Assignment] = {}  # (assignment, notebook) -> its trusted material
@@ -169,7 +170,8 @@ class _Batch:
         content = path.read_bytes() if path.is_file() else None
         missing = "" if content is not None else " ".join(self.course.rejections(student, assignment, notebook))
         references = References.load(self.course.references(assignment, notebook), self.key).to_dict()
-        return GradeJob(self._assignment(assignment, notebook), content, references, self.limits, self.unsafe, missing)
+        return GradeJob(self._assignment(assignment, notebook), content, references, self.limits, self.unsafe, missing,
+                        self.deduct)
 
     def run(self, runner, gb, todo: list[tuple[str, str]], stale: list[str], seconds: dict[str, float]) -> None:
         remove_orphans()  # left by a grading process killed earlier (a batch killed, a worker lost)

@@ -74,6 +74,7 @@ class GradeJob:
     limits: Limits
     unsafe: bool
     missing: str = ""
+    deduct_certain: bool = False  # the course opted in to deduct certain findings (grader.engine.execute.reviewed)
 
 
 def run_reference_job(job: ReferenceJob) -> dict:
@@ -102,7 +103,7 @@ def run_grade_job(job: GradeJob) -> dict:
             submission.write_bytes(job.submission)
         started = time.monotonic()
         result = grade(source, submission, References.from_dict(job.references), workdir=Path(scratch) / "work",
-                       limits=job.limits, unsafe=job.unsafe, missing=job.missing)
+                       limits=job.limits, unsafe=job.unsafe, missing=job.missing, deduct_certain=job.deduct_certain)
         seconds = round(time.monotonic() - started, 2)
     return {"tests": [asdict(t) for t in result.tests.values()], "problems": list(result.problems),
             "notebook": nbformat.writes(result.notebook), "seconds": seconds}
