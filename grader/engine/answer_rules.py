@@ -327,8 +327,8 @@ def answer_reading(cells: list[tuple[str, str]], answer_cells: list[int], test_c
     words = {_norm(w) for w in rules.avoid}
     own = {_norm(name) for name in _defined([s for s in reached if s.cell in answer_cells])}
     names_d2lite = any(name == D2LITE for s in reached for name, _ in _modules_named(s.node))
-    for statement in reached:
-        for attribute, line in _attributes(statement.node):
+    for statement in reached:  # the instructor's cells are followed for what they reach, never read for rules
+        for attribute, line in (_attributes(statement.node) if statement.student else ()):
             key = _norm(attribute)
             if any(w in key for w in words) or (names_d2lite and key in own):
                 problems.append(f"`{attribute}` (cell {statement.cell}, line {line})")
