@@ -45,18 +45,19 @@ def strided_views(views: dict):
     flat = first.new_empty(0).set_(first.untyped_storage(), 0, (length,), (1,))   # (length,): the storage
     cmap = pyplot().get_cmap("tab20")
     fig = pyplot().figure(figsize=(max(2.2 * len(views), 0.4 * length), 3.0))
-    top = fig.add_subplot(2, 1, 1)
+    grid = fig.add_gridspec(2, len(views), height_ratios=[1, 3])
+    top = fig.add_subplot(grid[0, :])
     _grid(top, [flat.tolist()], [[cmap(k % 20) for k in range(length)]], "storage (element 0, 1, 2, ...)")
     for k, (title, view) in enumerate(views.items()):
         if view.ndim != 2:
             raise ValueError(f"strided_views: {title!r} must be a 2-D tensor, got shape {tuple(view.shape)}")
         (s0, s1), offset = view.stride(), view.storage_offset()
         index = [[offset + i * s0 + j * s1 for j in range(view.shape[1])] for i in range(view.shape[0])]
-        ax = fig.add_subplot(2, len(views), len(views) + k + 1)
+        ax = fig.add_subplot(grid[1, k])
         _grid(ax, view.tolist(), [[cmap(e % 20) for e in row] for row in index],
-              f"{title}\nshape {tuple(view.shape)}, stride {view.stride()}")
-        ax.set_xlim(0, max(v.shape[1] for v in views.values()))   # one cell size in every panel
-        ax.set_ylim(0, max(v.shape[0] for v in views.values()))
+              f"{title}\nshape {tuple(view.shape)}, stride {view.stride()}" + (f", offset {offset}" if offset else ""))
+        ax.set_xlim(0, max(v.shape[1] for v in views.values()))   # one cell size in every panel, top-aligned
+        ax.set_ylim(view.shape[0] - max(v.shape[0] for v in views.values()), view.shape[0])
     fig.tight_layout()
     return fig
 
