@@ -23,6 +23,7 @@ from .conv import *  # noqa: F401,F403
 from .resnet import *  # noqa: F401,F403
 from .workers import *  # noqa: F401,F403
 from .diagrams import *  # noqa: F401,F403
+from .sketches import *  # noqa: F401,F403
 from .unattended import dataset_name, headless, quick_mode, under_grader  # noqa: F401
 from . import not_offered as _not_offered
 
