@@ -39,7 +39,7 @@ def test_workers_kernels_and_the_resource_tracker_end_with_a_killed_batch(tmp_pa
     batch = subprocess.Popen([sys.executable, "-c", GRADE, str(root)], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 900
         while time.monotonic() < deadline:  # until both workers run a kernel
             family = psutil.Process(batch.pid).children(recursive=True)
             if sum("ipykernel" in " ".join(p.cmdline()) for p in family if p.is_running()) >= 2:
