@@ -48,6 +48,25 @@ def released_course(root: Path) -> Path:
     return root
 
 
+_GRADED: tuple[Path, list] | None = None  # the class of class_of, graded once per process
+
+
+def graded_class() -> tuple[Path, list]:
+    """``(root, outcomes)``: :func:`class_of`'s class collected into the fixture course and graded by two
+    workers, once per process (test session). Read only: a test that writes takes :func:`writable_copy`."""
+    global _GRADED
+    if _GRADED is None:
+        from grader.intake.collect import collect
+        from grader.running.batch import autograde
+
+        base = Path(tempfile.mkdtemp(prefix="classroom-graded-"))
+        atexit.register(shutil.rmtree, base, True)
+        root = released_course(base / "course")
+        collect(root, write_inbox(base / "inbox", class_of(root)))
+        _GRADED = root, autograde(root, workers=2)
+    return _GRADED
+
+
 def answer_of(grade_id: str) -> str:
     """The source of the fixture's solution cell ``grade_id``."""
     return next(c.source for c in nbs.read_notebook(FIXTURE).cells if nbs.nbgrader_meta(c).get("grade_id") == grade_id)
