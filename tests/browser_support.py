@@ -86,7 +86,7 @@ def running_lab(argv: list[str], root: Path, log: Path, env: dict[str, str] | No
     with open(log, "w") as log_file:
         server = subprocess.Popen(argv, cwd=root, stdout=log_file, stderr=subprocess.STDOUT, env=env)
         try:
-            deadline, url = time.monotonic() + 120, None
+            deadline, url = time.monotonic() + 600, None
             while True:
                 if url is None and (found := SERVING_AT.search(log.read_text(errors="replace"))):
                     url = f"http://127.0.0.1:{found.group(1)}"

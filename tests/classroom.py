@@ -11,10 +11,12 @@ the end-to-end tests.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from grader.authoring.assembly import build, release
@@ -26,11 +28,43 @@ NBGRADER = "import sys; from nbgrader.apps.nbgraderapp import main; sys.exit(mai
 A = "01_fixture"  # scale (2 pts), pairwise (3 pts), mean_of (1 pt): the test cells' nbgrader points
 
 
+_RELEASED: Path | None = None  # the fixture course built and released once per process (test session)
+
+
 def released_course(root: Path) -> Path:
-    """The fixture course built and released at ``root``."""
-    build(root, FIXTURE.parent)
-    release(root)
+    """The fixture course built and released at ``root``.
+
+    nbgrader's generate_assignment and release take seconds and give the same course every time (no file
+    holds the root's path): the course is built once per process, in a temporary folder, and each call
+    gets a full copy of it (gradebook, release, exchange), which the caller may change as it likes."""
+    global _RELEASED
+    if _RELEASED is None:
+        template = Path(tempfile.mkdtemp(prefix="classroom-released-")) / "course"
+        atexit.register(shutil.rmtree, template.parent, True)
+        build(template, FIXTURE.parent)
+        release(template)
+        _RELEASED = template
+    shutil.copytree(_RELEASED, root, symlinks=True, dirs_exist_ok=True)
     return root
+
+
+_GRADED: tuple[Path, list] | None = None  # the class of class_of, graded once per process
+
+
+def graded_class() -> tuple[Path, list]:
+    """``(root, outcomes)``: :func:`class_of`'s class collected into the fixture course and graded by two
+    workers, once per process (test session). Read only: a test that writes takes :func:`writable_copy`."""
+    global _GRADED
+    if _GRADED is None:
+        from grader.intake.collect import collect
+        from grader.running.batch import autograde
+
+        base = Path(tempfile.mkdtemp(prefix="classroom-graded-"))
+        atexit.register(shutil.rmtree, base, True)
+        root = released_course(base / "course")
+        collect(root, write_inbox(base / "inbox", class_of(root)))
+        _GRADED = root, autograde(root, workers=2)
+    return _GRADED
 
 
 def answer_of(grade_id: str) -> str:

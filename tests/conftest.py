@@ -20,6 +20,17 @@ import pytest
 
 MARKER = "required_in_ci"
 
+# Threads: torch starts one thread per core in every process. Under pytest-xdist (``-n N``) N test processes
+# run at once, each with its kernels and subprocesses: each worker's processes get cores // N threads, so that
+# parallel tests do not oversubscribe the cores. Set here, before any test module imports torch; children
+# (kernels, scripts, torchrun) inherit it; a value set by the caller wins. A run without xdist leaves it to the
+# grader (grader.running.jobs.share_cores gives parallel kernels their share) and to torch.
+_XDIST_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+if _XDIST_WORKERS > 1:
+    _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_name, str(max(1, _CORES // _XDIST_WORKERS)))
+
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")

@@ -15,7 +15,7 @@ import json
 import nbformat
 import pytest
 
-from classroom import A, class_of, released_course, write_inbox
+from classroom import A, class_of, graded_class, released_course, write_inbox
 from csv_formulas import DELIMITERS, formula_cells
 from page_payloads import ATTACK, active_markup
 from resource_payloads import DEEP_TREES, flood
@@ -85,9 +85,8 @@ def batches(tmp_path_factory):
     (base / "inbox" / "corrupt").mkdir()
     (base / "inbox" / "corrupt" / f"{A}.ipynb").write_text('{"cells": [')
     collect(mixed, base / "inbox")
-    alone = released_course(base / "alone")
-    collect(alone, write_inbox(base / "honest", honest))
-    return mixed, autograde(mixed, workers=2), autograde(alone, workers=2), set(honest)
+    alone = graded_class()[1]  # the class graded alone (shared, read only: bob's release too, left out below)
+    return mixed, autograde(mixed, workers=2), alone, set(honest)
 
 
 def cells(results, students) -> dict:

@@ -187,7 +187,7 @@ class WorkerKiller(threading.Thread):
 
 @pytest.fixture(scope="module")
 def killed_batch(tmp_path_factory):
-    from classroom import A, class_of, released_course, write_inbox
+    from classroom import A, class_of, graded_class, released_course, write_inbox
     from grader.engine import course as nbs
     from grader.intake.collect import collect
     from grader.running.batch import autograde
@@ -200,8 +200,6 @@ def killed_batch(tmp_path_factory):
     students = {**class_of(root), "mallory": victim}
     write_inbox(base / "inbox", students)
     collect(root, base / "inbox")
-    alone = released_course(base / "alone")
-    collect(alone, write_inbox(base / "honest", class_of(alone)))
     killer = WorkerKiller()
     killer.start()
     try:
@@ -210,7 +208,7 @@ def killed_batch(tmp_path_factory):
         again = autograde(root, workers=2)
     finally:
         killer.stop.set()
-    return root, first, again, kills, autograde(alone, workers=2), killer
+    return root, first, again, kills, graded_class()[1], killer  # the class graded alone (shared, read only)
 
 
 def test_a_killed_worker_fails_only_its_submission_and_the_batch_completes(killed_batch):

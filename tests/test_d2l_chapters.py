@@ -19,7 +19,7 @@ def run_chapter(code: str, cwd) -> str:
     env = {k: v for k, v in os.environ.items() if k not in GRADING_ENV}
     env.update({DATASET: "mnist5k", "MPLBACKEND": "Agg"})
     result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, env=env,
-                            capture_output=True, text=True, timeout=400)
+                            capture_output=True, text=True, timeout=1500)
     assert result.returncode == 0, result.stderr[-4000:]
     return result.stdout
 

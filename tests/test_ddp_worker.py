@@ -27,7 +27,7 @@ def ddp_run(tmp_path_factory):
            str(WORKER), "--dataset", "mnist5k", "--epochs", "2", "--batch-size", "64", "--lr", "0.1",
            "--activation", "relu", "--pool", "max", "--out", str(out / "summary.json"),
            "--save-dir", str(out)]
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
     assert done.returncode == 0, f"torchrun failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
     # torchinductor_<user> is PyTorch's cache, one per user, reused by every run: not left behind.
     left = [p.name for p in scratch.iterdir() if not p.name.startswith("torchinductor_")]

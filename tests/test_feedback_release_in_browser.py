@@ -65,7 +65,7 @@ def released(tmp_path_factory):
                                                 JUPYTER_RUNTIME_DIR=str(home / "runtime")))
     env.pop("JUPYTER_DATA_DIR", None)  # nbgrader's cache lies in the student's own home
     submit = subprocess.run([sys.executable, "-m", "nbgrader", "submit", A], cwd=student, env=env,
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=600)
     assert submit.returncode == 0, submit.stdout + submit.stderr
     inbox = write_inbox(base / "inbox", {"bob": broadcasting_bug()})
 
@@ -134,7 +134,7 @@ def test_a_student_fetches_released_feedback_in_the_assignment_list(released, tm
 
     nbs.write_notebook(nbs.read_notebook(FIXTURE), student / A / f"{A}.ipynb")
     again = subprocess.run([sys.executable, "-m", "nbgrader", "submit", A], cwd=student, env=env,
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr
     replaced = [i.replaced for i in collect(root, CourseDir(root).exchange).accepted]
     assert len(replaced) == 1 and replaced[0], replaced

@@ -55,3 +55,34 @@ def test_thorough_mode_flags_the_vacuous_test_too():
     report, = check_notebooks([FIXTURES / "vacuous" / "01_vacuous.ipynb"], workers=2, thorough=True)
     checks = {c.name: c for c in report.checks}
     assert not checks["c:test_scale"].ok and checks["c:test_pairwise"].ok
+
+
+def test_full_marks_and_zero_runs_stop_after_the_last_graded_cell(tmp_path):
+    """(a) and (b) grade the notebook up to its last graded cell (later cells decide no points; the reference
+    run still runs them all): a cell after it is in neither run, in the source nor in the release."""
+    import nbformat
+
+    from grader.engine import course as nbs
+    from grader.engine.sandbox import Limits
+    from grader.running.gate import GateReport, _Plan, _submit_variants
+    from grader.running.jobs import Assignment
+
+    source = nbs.read_notebook(FIXTURES / "course" / "01_fixture.ipynb")
+    last = max(i for i, c in enumerate(source.cells) if any(nbs.nbgrader_meta(c).get(k) for k in ("grade", "solution")))
+    source.cells.append(nbformat.v4.new_code_cell("print('after the last test')"))
+    path = nbs.write_notebook(source, tmp_path / "01_fixture.ipynb")
+    nbs.write_notebook(nbs.stub(source), tmp_path / "release.ipynb")
+    plan = _Plan(GateReport(path), source, tmp_path, Assignment.from_source(path))
+
+    class Runner:
+        def submit(self, fn, job):
+            return job
+
+    _submit_variants(Runner(), plan, {"cells": {}}, Limits(), unsafe=False, thorough=False)
+    for name in ("a", "b"):
+        job = plan.jobs[name]
+        trusted = nbformat.reads(job.assignment.notebook.decode(), as_version=4)
+        handed_in = nbformat.reads(job.submission.decode(), as_version=4)
+        assert len(trusted.cells) == last + 1, name
+        assert "after the last test" not in "".join(c.source for c in trusted.cells + handed_in.cells), name
+        assert job.references["source_sha256"] == ""  # a cut copy: not the reference run's source

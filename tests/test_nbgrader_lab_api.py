@@ -73,8 +73,8 @@ def test_the_students_assignment_list_and_validate_work(released):
         assert listed["success"], listed
         # released to the exchange, and already "fetched": make lab's copy sits where a fetch puts it
         assert {(a["assignment_id"], a["status"]) for a in listed["value"]} == {(A, "fetched")}
-        stub = call(url, "POST", "/assignments/validate", {"path": f"{A}/{A}.ipynb"}, timeout=300)
-        solved = call(url, "POST", "/assignments/validate", {"path": "solved.ipynb"}, timeout=300)
+        stub = call(url, "POST", "/assignments/validate", {"path": f"{A}/{A}.ipynb"}, timeout=1200)
+        solved = call(url, "POST", "/assignments/validate", {"path": "solved.ipynb"}, timeout=1200)
         said = log.read_text()
     assert stub["success"] and len(stub["value"]["failed"]) == 3, stub  # every graded test
     # nbgrader's validate counts text on stderr as a failure: of the solution's tests only the one

@@ -152,7 +152,7 @@ def test_run_distributed_runs_real_processes_and_cleans_up(tmp_path, monkeypatch
 def test_run_distributed_reports_the_failing_rank(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     with pytest.raises(RuntimeError, match="(?s)rank 1 failed first:.*ValueError: rank 1 gives up"):
-        d2lite.run_distributed(failing, [(torch.ones(2),), (torch.ones(2),)], timeout=60)
+        d2lite.run_distributed(failing, [(torch.ones(2),), (torch.ones(2),)], timeout=600)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -104,7 +104,7 @@ def run_cell(page, cell) -> None:
         try:
             page.wait_for_function(
                 "el => /\\[(\\*|\\d+)\\]/.test(el.innerText)",
-                arg=cell.locator(".jp-InputArea-prompt").element_handle(), timeout=15_000)
+                arg=cell.locator(".jp-InputArea-prompt").element_handle(), timeout=60_000)
             return
         except Exception:
             continue

@@ -4,6 +4,7 @@ For each source notebook:
 
 (a) graded with its own solutions, it scores full marks;
 (b) the released, unmodified student notebook scores zero on every test;
+    (a) and (b) run the notebook up to its last graded cell: later cells decide no points;
 (c) each graded test fails when only its own exercise is stubbed (no test passes vacuously);
     the copy is cut after the exercise's last test cell, so later cells are not run; a test whose
     keys carry shares (partial credit) runs its hidden part there even when its visible part fails,
@@ -254,9 +255,20 @@ def _submit_variants(runner, plan: _Plan, refs: dict, limits, unsafe: bool, thor
     def submit(source: nbs.NotebookNode, submission: nbs.NotebookNode, truncated: bool = False):
         return runner.submit(run_grade_job, _grade_job(plan, source, submission, refs, limits, unsafe, truncated))
 
-    plan.jobs["a"] = submit(plan.source, plan.source)
+    # (a) and (b) stop after the notebook's last graded cell: later cells decide no points (the reference
+    # run, which runs every cell, has already shown that the solution runs to the end).
+    graded = [i for i, c in enumerate(plan.source.cells)
+              if any(nbs.nbgrader_meta(c).get(key) for key in ("grade", "solution", "task"))]
+    cut = bool(graded) and graded[-1] + 1 < len(plan.source.cells)
+    scored = variants.truncate(plan.source, graded[-1]) if cut else plan.source
+    plan.jobs["a"] = submit(scored, scored, truncated=cut)
     if (plan.files / "release.ipynb").exists():
-        plan.jobs["b"] = submit(plan.source, nbs.read_notebook(plan.files / "release.ipynb"))
+        released = nbs.read_notebook(plan.files / "release.ipynb")
+        if cut:  # the release cut after the same cell, found by its grade_id
+            last = nbs.nbgrader_meta(plan.source.cells[graded[-1]]).get("grade_id")
+            at = [i for i, c in enumerate(released.cells) if last and nbs.nbgrader_meta(c).get("grade_id") == last]
+            released = variants.truncate(released, at[-1]) if at else released
+        plan.jobs["b"] = submit(scored, released, truncated=cut)
     if not thorough:  # (c) in one kernel: each exercise stubbed in turn, then restored
         walk = variants.stubbed_walkthrough(plan.source)
         plan.jobs["c"] = submit(walk, walk, truncated=True)
