@@ -115,3 +115,25 @@ def student_environment() -> dict[str, str]:
         env.pop(name, None)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     return env
+
+
+# Click every link whose protocol is not a plain one (javascript:, data:, ...): a payload in a link runs.
+CLICK_LINKS = """() => { for (const a of document.querySelectorAll('a[href]')) {
+    if (!['http:', 'https:', 'mailto:', 'file:'].includes(a.protocol)) a.click(); } }"""
+SETTLE = "() => new Promise(done => setTimeout(done, 500))"  # let queued javascript: navigations run
+
+
+def opened_offline(browser, path: Path):
+    """A Chromium page showing ``path``, its links clicked; only file: requests are served."""
+    page = browser.new_page()
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
+               else route.abort())
+    page.goto(path.as_uri(), wait_until="load")
+    page.evaluate(CLICK_LINKS)
+    page.evaluate(SETTLE)
+    return page
+
+
+def payloads_ran(page) -> set[str]:
+    """The names of the payloads that ran in ``page`` (each pushes its name onto ``window.__pwned``)."""
+    return set(page.evaluate("() => window.__pwned || []"))

@@ -45,7 +45,16 @@ def released_course(root: Path) -> Path:
         release(template)
         _RELEASED = template
     shutil.copytree(_RELEASED, root, symlinks=True, dirs_exist_ok=True)
+    copy_exchange(_RELEASED, root)
     return root
+
+
+def copy_exchange(root: Path, copy: Path) -> None:
+    """The local exchange of the course at ``root`` copied beside its copy ``copy`` (the exchange lies beside a
+    course, ``<root>-exchange``, and a course's nbgrader_config.py finds it there, wherever the course is)."""
+    exchange, target = CourseDir(root).exchange, CourseDir(copy).exchange
+    if exchange.is_dir():
+        shutil.copytree(exchange, target, symlinks=True, dirs_exist_ok=True)
 
 
 _GRADED: tuple[Path, list] | None = None  # the class of class_of, graded once per process
@@ -135,6 +144,7 @@ def writable_copy(graded: tuple[Path, list], folder: Path, name: str = "course")
     root, results = graded
     copy = folder / name
     shutil.copytree(root, copy)
+    copy_exchange(root, copy)
     return copy, results
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import launched_chromium
+from browser_support import launched_chromium, opened_offline, payloads_ran
 
 pytestmark = pytest.mark.required_in_ci(
     "install Debian's chromium (`make browser-deps`, i.e. `apt-get install chromium`) and check that "
@@ -44,9 +44,6 @@ STUDENT = "mallory"
 # What must run in the control page: the payloads nbconvert's own template lets through. (Its
 # JavaScript outputs need jQuery, and LaTeX links MathJax, both from a CDN this offline test refuses.)
 CONTROL_MUST_RUN = {"png-width", "jpeg-height", "script", "html-img", "html-link", "inline-svg", "markdown-link"}
-CLICK_LINKS = """() => { for (const a of document.querySelectorAll('a[href]')) {
-    if (!['http:', 'https:', 'mailto:', 'file:'].includes(a.protocol)) a.click(); } }"""
-SETTLE = "() => new Promise(done => setTimeout(done, 500))"  # let queued javascript: navigations run
 
 
 @pytest.fixture(scope="module")
@@ -105,34 +102,21 @@ def browser():
     yield from launched_chromium()
 
 
-def opened(browser, path: Path):
-    """A Chromium page showing ``path``, its links clicked; only file: requests are served."""
-    page = browser.new_page()
-    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
-               else route.abort())
-    page.goto(path.as_uri(), wait_until="load")
-    page.evaluate(CLICK_LINKS)
-    page.evaluate(SETTLE)
-    return page
-
-
-def ran(page) -> set[str]:
-    return set(page.evaluate("() => window.__pwned || []"))
 
 
 def test_the_control_page_runs_the_payloads(browser, pages):
     """Without the sanitizer the payloads run: the check below can see a script run."""
-    page = opened(browser, pages["control"])
+    page = opened_offline(browser, pages["control"])
     page.wait_for_function("names => names.every(n => (window.__pwned || []).includes(n))",
                            arg=sorted(CONTROL_MUST_RUN), timeout=10_000)
-    assert CONTROL_MUST_RUN <= ran(page) and page.title() == "pwned"
+    assert CONTROL_MUST_RUN <= payloads_ran(page) and page.title() == "pwned"
     page.close()
 
 
 @pytest.mark.parametrize("made_by", ["course-grader", "stock autograde"])
 def test_no_payload_runs_in_a_feedback_page(browser, pages, made_by):
-    page = opened(browser, pages[made_by])
-    assert ran(page) == set() and page.title() != "pwned", (made_by, ran(page))
+    page = opened_offline(browser, pages[made_by])
+    assert payloads_ran(page) == set() and page.title() != "pwned", (made_by, payloads_ran(page))
     active = page.evaluate("""() => [...document.querySelectorAll('*')].flatMap(e =>
         [...e.attributes].filter(a => /^on/i.test(a.name) || /^\\s*(javascript|data|vbscript):/i.test(a.value)
             && !/^data:image\\/(png|jpeg);base64,/.test(a.value)).map(a => e.tagName + ' ' + a.name + '=' + a.value))""")

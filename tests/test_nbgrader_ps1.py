@@ -108,7 +108,9 @@ def test_ps1s_written_answers_code_answer_and_task_wait_for_formgrader(graded):
     for student in EXPECTED_AUTO:
         assert rows[(student, "problem1", "cell-938593c4a215c6cc")] == (None, True), student
     graded_nb = (root / "autograded" / "bitdiddle" / "ps1" / "problem1.ipynb").read_text(encoding="utf-8")
-    assert "\\\\sum x^i = \\\\frac{1}{1-x}" in graded_nb, "the task's answer reaches formgrader"
+    # stored rendered and cleaned (issue 28, item 6), its formula as MathML (issue 31, item 6)
+    assert "<msup><mi>x</mi><mi>i</mi></msup>" in graded_nb and "<mfrac>" in graded_nb, \
+        "the task's answer, \\sum x^i = \\frac{1}{1-x}, reaches formgrader"
 
 
 def test_the_gate_passes_ps1_as_brought_in_and_counts_its_points(tmp_path, capsys):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import launched_chromium
+from browser_support import launched_chromium, opened_offline, payloads_ran
 from classroom import write_inbox
 from grader.authoring.assembly import build, release
 from grader.authoring.coursedir import CourseDir
@@ -43,9 +43,6 @@ WRITTEN = ("Lists are mutable.\n```\nfirst line\n\n[fenced](javascript:" + _p("f
            "<script>" + _p("script") + "</script>\n\n" '<img src="x" onerror="' + _p("img") + '">\n\n'
            "[plain](javascript:" + _p("link") + ")\n")  # the fence right after a paragraph: in one HTML block
 CONTROL_MUST_RUN = {"script", "img"}  # what formgrader's own rendering runs from the raw answer
-CLICK_LINKS = """() => { for (const a of document.querySelectorAll('a[href]')) {
-    if (!['http:', 'https:', 'mailto:', 'file:'].includes(a.protocol)) a.click(); } }"""
-SETTLE = "() => new Promise(done => setTimeout(done, 500))"
 
 
 def formgrader_html(notebook: Path) -> str:
@@ -89,23 +86,12 @@ def browser():
     yield from launched_chromium()
 
 
-def opened(browser, path: Path):
-    page = browser.new_page()
-    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort())
-    page.goto(path.as_uri(), wait_until="load")
-    page.evaluate(CLICK_LINKS)
-    page.evaluate(SETTLE)
-    return page
-
-
-def ran(page) -> set[str]:
-    return set(page.evaluate("() => window.__pwned || []"))
 
 
 def test_the_raw_answer_in_formgraders_rendering_runs_its_script(browser, pages):
     """Control: the answer as submitted, rendered as formgrader renders it, runs; so the checks below can see it."""
-    page = opened(browser, pages["control"])
-    assert CONTROL_MUST_RUN <= ran(page), ran(page)
+    page = opened_offline(browser, pages["control"])
+    assert CONTROL_MUST_RUN <= payloads_ran(page), payloads_ran(page)
     page.close()
 
 
@@ -124,8 +110,8 @@ def test_the_autograded_notebook_stores_the_answer_cleaned(pages):
 
 @pytest.mark.parametrize("made_by", ["formgrader", "feedback"])
 def test_no_script_of_a_written_answer_runs(browser, pages, made_by):
-    page = opened(browser, pages[made_by])
-    assert ran(page) == set() and page.title() != "pwned", (made_by, ran(page))
+    page = opened_offline(browser, pages[made_by])
+    assert payloads_ran(page) == set() and page.title() != "pwned", (made_by, payloads_ran(page))
     links = page.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href'))"
                           ".filter(h => /^\\s*javascript:/i.test(h))")
     assert links == [], links
