@@ -93,7 +93,7 @@ def cmd_collect(args) -> int:
 
 
 def cmd_autograde(args) -> int:
-    from .engine.cgroups import cgroup_support
+    from .engine.cgroups import cgroup_gaps, cgroup_support
     from .results.table import grade_table
     from .running.batch import ReferenceFailed, autograde
 
@@ -102,6 +102,10 @@ def cmd_autograde(args) -> int:
         print(f"warning: kernels get no control group ({why}): memory is bounded per process only, CPU by "
               "CPU seconds only, and kernels compete for this machine's CPU and memory "
               "(see grader/THREAT_MODEL.md, section 2)", file=sys.stderr)
+    elif grouped and not (args.unsafe or args.scheduler):
+        for gap in cgroup_gaps():
+            print(f"warning: each kernel's control group bounds its memory, but this machine's cgroup has {gap} "
+                  "(see grader/THREAT_MODEL.md, section 2)", file=sys.stderr)
     try:
         outcomes = autograde(args.root, assignments=_named(args, args.names + args.assignment),
                              students=args.student or None,

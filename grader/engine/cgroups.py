@@ -12,9 +12,13 @@ sandboxed kernel runs as an unprivileged uid that cannot write the cgroup files)
   against the other kernels (``cpu.shares`` / ``cpu.weight``);
 - processes: ``Limits.max_processes`` processes and threads (``pids.max``), whatever their uid.
 
-cgroup v2 is used where the grader's own group delegates ``memory cpu pids`` to it (root, or a
-``Delegate=yes`` systemd unit); else cgroup v1 where the three hierarchies are mounted and writable
-(root); else :func:`cgroup_support` says why not, and kernels run with rlimits only.
+cgroup v2 is used where the grader's own group delegates ``memory`` to it (root, or a ``Delegate=yes``
+systemd unit); else cgroup v1 where the memory hierarchy is mounted and writable (root); else
+:func:`cgroup_support` says why not, and kernels run with rlimits only. ``cpu`` and ``pids`` are used
+where the same hierarchy offers them; where it does not (an H100 machine's cgroup v2 offered memory
+alone), the group bounds memory only, CPU stays bounded by CPU seconds and processes by the kernel
+uid's ``RLIMIT_NPROC``, and :func:`cgroup_gaps` names what is missing so that ``autograde`` warns.
+Memory is the one that matters most: it is what lets a kernel use a GPU (:func:`grader.engine.sandbox.gpu_devices`).
 
     group = KernelGroup.create(limits, cores=1.0)   # None where cgroups cannot be used
     argv = group.wrap(argv)                          # the command joins the group, then execs argv
@@ -30,9 +34,10 @@ import signal
 import time
 from pathlib import Path
 
-__all__ = ["KernelGroup", "cgroup_support", "kernel_cores", "set_kernel_slots"]
+__all__ = ["KernelGroup", "cgroup_gaps", "cgroup_support", "kernel_cores", "set_kernel_slots"]
 
 CONTROLLERS = ("memory", "cpu", "pids")
+REQUIRED = "memory"  # without it no group is made; cpu and pids are used where offered
 PERIOD_US = 100_000
 PREFIX = "course-grader-"
 _serial = itertools.count(1)
@@ -88,38 +93,56 @@ def _write(path: Path, value) -> None:
 
 
 @functools.lru_cache(maxsize=1)
-def _bases() -> tuple[str, dict[str, Path], str]:
-    """(version "v2"/"v1"/"", {controller: the folder new groups go in}, a sentence saying which or why not)."""
+def _bases() -> tuple[str, dict[str, Path], str, tuple[str, ...]]:
+    """(version "v2"/"v1"/"", {controller or "unified": the folder new groups go in}, a sentence saying
+    which or why not, the controllers a group gets)."""
     try:
         mount2, mounts1 = _mounts()
         own2, own1 = _own_paths()
     except (OSError, ValueError) as error:
-        return "", {}, f"the cgroup files cannot be read ({type(error).__name__})"
+        return "", {}, f"the cgroup files cannot be read ({type(error).__name__})", ()
     why = []
     if mount2 is not None and own2 is not None:
         base = mount2 / own2.lstrip("/")
         try:
             enabled = set((base / "cgroup.controllers").read_text().split())
-            if set(CONTROLLERS) <= enabled:
-                if not set(CONTROLLERS) <= set((base / "cgroup.subtree_control").read_text().split()):
-                    _write(base / "cgroup.subtree_control", " ".join("+" + c for c in CONTROLLERS))
-                probe = _probe({c: base for c in CONTROLLERS})
+            used = tuple(c for c in CONTROLLERS if c in enabled)
+            if REQUIRED in enabled:
+                if not set(used) <= set((base / "cgroup.subtree_control").read_text().split()):
+                    _write(base / "cgroup.subtree_control", " ".join("+" + c for c in used))
+                probe = _probe({c: base for c in used})
                 if not probe:
-                    return "v2", {"unified": base}, f"cgroup v2 at {base}"
+                    return "v2", {"unified": base}, f"cgroup v2 at {base}{_lacking(used)}", used
                 why.append(f"cgroup v2 at {base}: {probe}")
             else:
-                why.append(f"cgroup v2 at {base} does not offer {' '.join(sorted(set(CONTROLLERS) - enabled))}")
+                why.append(f"cgroup v2 at {base} does not offer memory")
         except OSError as error:
             why.append(f"cgroup v2 at {base}: {error.strerror or type(error).__name__}")
-    if set(CONTROLLERS) <= set(mounts1) and set(CONTROLLERS) <= set(own1):
-        bases = {c: mounts1[c] / own1[c].lstrip("/") for c in CONTROLLERS}
+    used = tuple(c for c in CONTROLLERS if c in mounts1 and c in own1)
+    if REQUIRED in used:
+        bases = {c: mounts1[c] / own1[c].lstrip("/") for c in used}
         probe = _probe(bases)
         if not probe:
-            return "v1", bases, "cgroup v1 (" + ", ".join(str(b) for b in bases.values()) + ")"
+            return "v1", bases, "cgroup v1 (" + ", ".join(str(b) for b in bases.values()) + ")" + _lacking(used), used
         why.append(f"cgroup v1: {probe}")
     elif mounts1:
-        why.append(f"cgroup v1 lacks {' '.join(sorted(set(CONTROLLERS) - set(mounts1)))}")
-    return "", {}, "; ".join(why) or "no cgroup file system is mounted"
+        why.append("cgroup v1 lacks memory")
+    return "", {}, "; ".join(why) or "no cgroup file system is mounted", ()
+
+
+def _lacking(used: tuple[str, ...]) -> str:
+    """" (memory only: ...)" saying which budgets a group of these controllers leaves to rlimits; "" if none."""
+    gaps = _gap_sentences(used)
+    return f" ({' and '.join(c for c in used)} only: {'; '.join(gaps)})" if gaps else ""
+
+
+def _gap_sentences(used) -> list[str]:
+    gaps = []
+    if "cpu" not in used:
+        gaps.append("no cpu controller, so a kernel's CPU is bounded by CPU seconds only and kernels compete for the cores")
+    if "pids" not in used:
+        gaps.append("no pids controller, so a kernel's processes are bounded only by RLIMIT_NPROC, where the kernel runs as a uid of its own")
+    return gaps
 
 
 def _probe(bases: dict[str, Path]) -> str:
@@ -137,26 +160,35 @@ def _probe(bases: dict[str, Path]) -> str:
 
 def cgroup_support() -> tuple[bool, str]:
     """(can each kernel get a control group?, a sentence saying which version, or why not)."""
-    version, _, why = _bases()
+    version, _, why, _ = _bases()
     return bool(version), why
+
+
+def cgroup_gaps() -> list[str]:
+    """What a kernel's group does not bound here (one sentence each; [] when it bounds memory, CPU and
+    processes, or when there is no group at all: :func:`cgroup_support` says that)."""
+    version, _, _, used = _bases()
+    return _gap_sentences(used) if version else []
 
 
 class KernelGroup:
     """The control group(s) of one kernel: one folder per v1 controller, or one v2 folder."""
 
-    def __init__(self, version: str, dirs: dict[str, Path], memory_bytes: int):
+    def __init__(self, version: str, dirs: dict[str, Path], memory_bytes: int,
+                 controllers: tuple[str, ...] = CONTROLLERS):
         self.version, self.dirs, self.memory_bytes = version, dirs, memory_bytes
+        self.controllers = controllers
 
     @classmethod
     def create(cls, limits, cores: float) -> "KernelGroup | None":
         """A new group with the budgets of ``limits`` (memory_mb, max_processes) and ``cores``; None where
         cgroups cannot be used. Raises OSError when making it failed (the kernel must not start)."""
-        version, bases, _ = _bases()
+        version, bases, _, used = _bases()
         if not version:
             return None
         _sweep(version, bases)
         name = f"{PREFIX}{os.getpid()}-{next(_serial)}"
-        group = cls(version, {c: b / name for c, b in bases.items()}, int(limits.memory_mb) * 1024 * 1024)
+        group = cls(version, {c: b / name for c, b in bases.items()}, int(limits.memory_mb) * 1024 * 1024, used)
         try:
             for folder in set(group.dirs.values()):
                 folder.mkdir()
@@ -177,18 +209,21 @@ class KernelGroup:
             for optional, value in (("memory.swap.max", 0), ("memory.oom.group", 1)):
                 if self.file("memory", optional).exists():
                     _write(self.file("memory", optional), value)
-            _write(self.file("cpu", "cpu.max"), f"{quota} {PERIOD_US}")
-            _write(self.file("cpu", "cpu.weight"), 100)
+            if "cpu" in self.controllers:
+                _write(self.file("cpu", "cpu.max"), f"{quota} {PERIOD_US}")
+                _write(self.file("cpu", "cpu.weight"), 100)
         else:
             _write(self.file("memory", "memory.limit_in_bytes"), self.memory_bytes)
             try:  # no swap either (only where swap accounting is on)
                 _write(self.file("memory", "memory.memsw.limit_in_bytes"), self.memory_bytes)
             except OSError:
                 pass
-            _write(self.file("cpu", "cpu.cfs_period_us"), PERIOD_US)
-            _write(self.file("cpu", "cpu.cfs_quota_us"), quota)
-            _write(self.file("cpu", "cpu.shares"), 1024)
-        _write(self.file("pids", "pids.max"), processes)
+            if "cpu" in self.controllers:
+                _write(self.file("cpu", "cpu.cfs_period_us"), PERIOD_US)
+                _write(self.file("cpu", "cpu.cfs_quota_us"), quota)
+                _write(self.file("cpu", "cpu.shares"), 1024)
+        if "pids" in self.controllers:
+            _write(self.file("pids", "pids.max"), processes)
 
     def wrap(self, argv: list[str]) -> list[str]:
         """``argv`` run by a shell that first moves itself into the group (its children follow)."""
@@ -212,7 +247,7 @@ class KernelGroup:
         try:
             pairs = (line.split() for line in self.file(controller, name).read_text().splitlines())
             return {p[0]: int(p[1]) for p in pairs if len(p) == 2 and p[1].lstrip("-").isdigit()}
-        except OSError:
+        except (OSError, KeyError):  # KeyError: a v1 controller this machine's group does not have
             return {}
 
     def close(self) -> str:

@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cgroups import cgroup_support
+from .cgroups import cgroup_gaps, cgroup_support
 
 __all__ = ["Limits", "SandboxUnavailable", "sandbox_status", "kernel_command", "kernel_uid", "gpu_devices", "new_folder",
            "copy_new", "hand_over", "seed_font_list"]
@@ -85,7 +85,9 @@ def _probe() -> tuple[bool, str]:
     uid = kernel_uid()
     who = f"uid {uid}" if uid is not None else f"the grader's uid {os.geteuid()}"
     grouped, how = cgroup_support()
-    budget = (f"one control group per kernel bounds its memory, CPU and processes ({how})" if grouped else
+    gaps = cgroup_gaps()
+    bounded = "its memory" if gaps else "its memory, CPU and processes"
+    budget = (f"one control group per kernel bounds {bounded} ({how})" if grouped else
               f"WARNING: no control group per kernel ({how}), so memory is bounded per process only, CPU by "
               "CPU seconds only, and kernels compete for the machine's CPU and memory")
     return True, f"bubblewrap sandbox: no network, private file system, kernels run as {who}; {budget}"

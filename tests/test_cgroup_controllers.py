@@ -1,0 +1,68 @@
+"""Which budgets a kernel's control group gets, decided from what the machine's cgroup offers.
+
+A GPU machine seen here (an H100, cgroup v2) delegated ``memory`` but neither ``cpu`` nor ``pids``: the
+grader then made no group at all, so kernels kept RLIMIT_AS and could not use the GPU. Memory alone is
+enough for a group (and for the GPU); the missing budgets are named, never silently assumed.
+These tests build a cgroup v2 tree in a temporary folder and point the grader at it.
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from grader.engine import cgroups
+
+LIMITS = SimpleNamespace(memory_mb=512, max_processes=40)
+
+
+@pytest.fixture
+def fake_v2(tmp_path, monkeypatch):
+    """make(controllers): a cgroup v2 mount in tmp_path whose grader group offers ``controllers``."""
+    def make(controllers: str):
+        base = tmp_path / "cgroup" / "grader.slice"
+        base.mkdir(parents=True)
+        (base / "cgroup.controllers").write_text(controllers + "\n")
+        (base / "cgroup.subtree_control").write_text("\n")
+        monkeypatch.setattr(cgroups, "_mounts", lambda: (tmp_path / "cgroup", {}))
+        monkeypatch.setattr(cgroups, "_own_paths", lambda: ("/grader.slice", {}))
+        cgroups._bases.cache_clear()
+        return base
+    yield make
+    cgroups._bases.cache_clear()
+
+
+def test_a_memory_only_hierarchy_gives_each_kernel_a_memory_budget_and_names_what_it_lacks(fake_v2):
+    base = fake_v2("memory io")
+    ok, why = cgroups.cgroup_support()
+    assert ok, why
+    assert "memory only" in why and "no cpu controller" in why and "no pids controller" in why
+    assert [gap.split(",")[0] for gap in cgroups.cgroup_gaps()] == ["no cpu controller", "no pids controller"]
+    assert (base / "cgroup.subtree_control").read_text() == "+memory"  # only what is offered is asked for
+
+    group = cgroups.KernelGroup.create(LIMITS, cores=1.0)
+    folder = group.dirs["unified"]
+    assert (folder / "memory.max").read_text() == str(512 * 1024 * 1024)
+    assert not (folder / "cpu.max").exists() and not (folder / "pids.max").exists()
+    assert group.stat("pids", "pids.events") == {}  # a budget it does not have reads as nothing, not an error
+
+
+def test_a_full_hierarchy_bounds_memory_cpu_and_processes_and_reports_no_gaps(fake_v2):
+    base = fake_v2("cpuset cpu io memory pids")
+    ok, why = cgroups.cgroup_support()
+    assert ok and "only" not in why, why
+    assert cgroups.cgroup_gaps() == []
+    assert (base / "cgroup.subtree_control").read_text() == "+memory +cpu +pids"
+
+    folder = cgroups.KernelGroup.create(LIMITS, cores=0.5).dirs["unified"]
+    assert (folder / "memory.max").read_text() == str(512 * 1024 * 1024)
+    assert (folder / "cpu.max").read_text() == "50000 100000"
+    assert (folder / "pids.max").read_text() == "40"
+
+
+def test_without_memory_there_is_no_group_and_the_reason_says_so(fake_v2):
+    fake_v2("cpu pids")
+    ok, why = cgroups.cgroup_support()
+    assert not ok and "does not offer memory" in why, why
+    assert cgroups.KernelGroup.create(LIMITS, cores=1.0) is None
+    assert cgroups.cgroup_gaps() == []  # no group at all is cgroup_support's to say
