@@ -7,6 +7,7 @@ These tests build a cgroup v2 tree in a temporary folder and point the grader at
 """
 from __future__ import annotations
 
+import errno
 from types import SimpleNamespace
 
 import pytest
@@ -66,3 +67,35 @@ def test_without_memory_there_is_no_group_and_the_reason_says_so(fake_v2):
     assert not ok and "does not offer memory" in why, why
     assert cgroups.KernelGroup.create(LIMITS, cores=1.0) is None
     assert cgroups.cgroup_gaps() == []  # no group at all is cgroup_support's to say
+
+
+def test_where_the_graders_own_group_holds_processes_kernel_groups_go_beside_it(fake_v2, monkeypatch):
+    """cgroup v2's rule: a group with processes in it hands no controller to children (EBUSY). The
+    H100 machine refused so; its parent delegated memory, so the kernels' groups are made there."""
+    base = fake_v2("memory pids")
+    (base.parent / "cgroup.subtree_control").write_text("memory pids\n")
+    write = cgroups._write
+
+    def busy(path, value):
+        if path == base / "cgroup.subtree_control":
+            raise OSError(errno.EBUSY, "Device or resource busy")
+        write(path, value)
+
+    monkeypatch.setattr(cgroups, "_write", busy)
+    ok, why = cgroups.cgroup_support()
+    assert ok and f"beside the grader in {base.parent}" in why, why
+    assert cgroups.cgroup_gaps() == [cgroups._gap_sentences(("memory", "pids"))[0]]  # cpu only
+    group = cgroups.KernelGroup.create(LIMITS, cores=1.0)
+    assert group.dirs["unified"].parent == base.parent
+    assert (group.dirs["unified"] / "memory.max").exists() and (group.dirs["unified"] / "pids.max").exists()
+
+
+def test_a_busy_group_whose_parent_offers_no_memory_gets_no_group_and_both_reasons(fake_v2, monkeypatch):
+    base = fake_v2("memory")
+    (base.parent / "cgroup.subtree_control").write_text("pids\n")
+    def busy(path, value):
+        raise OSError(errno.EBUSY, "Device or resource busy")
+
+    monkeypatch.setattr(cgroups, "_write", busy)
+    ok, why = cgroups.cgroup_support()
+    assert not ok and "Device or resource busy" in why and "does not offer memory" in why, why

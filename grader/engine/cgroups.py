@@ -26,6 +26,7 @@ Memory is the one that matters most: it is what lets a kernel use a GPU (:func:`
 """
 from __future__ import annotations
 
+import errno
 import functools
 import itertools
 import os
@@ -104,20 +105,14 @@ def _bases() -> tuple[str, dict[str, Path], str, tuple[str, ...]]:
     why = []
     if mount2 is not None and own2 is not None:
         base = mount2 / own2.lstrip("/")
-        try:
-            enabled = set((base / "cgroup.controllers").read_text().split())
-            used = tuple(c for c in CONTROLLERS if c in enabled)
-            if REQUIRED in enabled:
-                if not set(used) <= set((base / "cgroup.subtree_control").read_text().split()):
-                    _write(base / "cgroup.subtree_control", " ".join("+" + c for c in used))
-                probe = _probe({c: base for c in used})
-                if not probe:
-                    return "v2", {"unified": base}, f"cgroup v2 at {base}{_lacking(used)}", used
-                why.append(f"cgroup v2 at {base}: {probe}")
-            else:
-                why.append(f"cgroup v2 at {base} does not offer memory")
-        except OSError as error:
-            why.append(f"cgroup v2 at {base}: {error.strerror or type(error).__name__}")
+        found, busy = _v2_base(base, why)
+        if found is None and busy and base != mount2:
+            # cgroup v2 lets a group with processes in it (the grader's own) hand no controller to
+            # children: make the kernels' groups beside it instead, where its parent delegates memory
+            # (seen on an H100 machine, where the grader runs as root in a group of its own).
+            found, _ = _v2_base(base.parent, why, beside=True)
+        if found is not None:
+            return found
     used = tuple(c for c in CONTROLLERS if c in mounts1 and c in own1)
     if REQUIRED in used:
         bases = {c: mounts1[c] / own1[c].lstrip("/") for c in used}
@@ -128,6 +123,28 @@ def _bases() -> tuple[str, dict[str, Path], str, tuple[str, ...]]:
     elif mounts1:
         why.append("cgroup v1 lacks memory")
     return "", {}, "; ".join(why) or "no cgroup file system is mounted", ()
+
+
+def _v2_base(base: Path, why: list[str], beside: bool = False) -> tuple[tuple | None, bool]:
+    """(("v2", {"unified": base}, sentence, controllers) when kernel groups can be made in ``base``, else
+    None with the reason appended to ``why``; True where ``base`` refused controllers for holding processes)."""
+    where = f"cgroup v2 {'beside the grader in' if beside else 'at'} {base}"
+    try:
+        offered = set((base / ("cgroup.subtree_control" if beside else "cgroup.controllers")).read_text().split())
+        used = tuple(c for c in CONTROLLERS if c in offered)
+        if REQUIRED not in offered:
+            why.append(f"{where} does not offer memory")
+            return None, False
+        if not beside and not set(used) <= set((base / "cgroup.subtree_control").read_text().split()):
+            _write(base / "cgroup.subtree_control", " ".join("+" + c for c in used))
+        probe = _probe({c: base for c in used})
+        if not probe:
+            return ("v2", {"unified": base}, f"{where}{_lacking(used)}", used), False
+        why.append(f"{where}: {probe}")
+    except OSError as error:
+        why.append(f"{where}: {error.strerror or type(error).__name__}")
+        return None, error.errno == errno.EBUSY
+    return None, False
 
 
 def _lacking(used: tuple[str, ...]) -> str:
