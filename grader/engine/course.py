@@ -207,14 +207,16 @@ def test_points(nb: NotebookNode) -> float:
     return sum(cell_points(c) for c in nb.cells if is_test(c))
 
 
-# nbgrader's region markers (each on a line of its own, after "### ") and what the course adds.
+# nbgrader's region markers and what the course adds. As nbgrader's ClearSolutions and ClearHiddenTests
+# read them, a marker is any line that contains the words, however it is commented: "### BEGIN SOLUTION",
+# "# BEGIN SOLUTION" and "###BEGIN SOLUTION" all open a region (public courses use each).
 SOLUTION_BEGIN, SOLUTION_END = "BEGIN SOLUTION", "END SOLUTION"
 HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 MARKERS = (SOLUTION_BEGIN, SOLUTION_END, HIDDEN_BEGIN, HIDDEN_END)
 HIDDEN_NOTE = "# (hidden tests are not shown)"
 RECORD_IMPORT = "from grader.record import record"
-_HIDDEN_REGION = re.compile(rf"^[ \t]*### {HIDDEN_BEGIN}.*?^[ \t]*### {HIDDEN_END}[^\n]*\n?", re.S | re.M)
-_SOLUTION_REGION = re.compile(rf"^([ \t]*)### {SOLUTION_BEGIN}.*?^[ \t]*### {SOLUTION_END}[^\n]*", re.S | re.M)
+_HIDDEN_REGION = re.compile(rf"^[^\n]*{HIDDEN_BEGIN}.*?^[^\n]*{HIDDEN_END}[^\n]*\n?", re.S | re.M)
+_SOLUTION_REGION = re.compile(rf"^([ \t]*)[^\n]*{SOLUTION_BEGIN}.*?^[^\n]*{SOLUTION_END}[^\n]*", re.S | re.M)
 
 
 def without_hidden(source: str) -> str:

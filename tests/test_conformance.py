@@ -1,0 +1,186 @@
+"""Conformance: a course written in public nbgrader courses' idioms, graded by stock nbgrader and by course-grader.
+
+The corpus (tests/conformance_corpus.py, written to tests/fixtures/conformance/course) has three assignments;
+every student below hands in every assignment, each made from stock nbgrader's release of it:
+
+  solution   the model answers, run (outputs and execution counts)     release    the release unchanged
+  partly     one autograded answer wrong                               noanswer   the first answer cell deleted
+  notest     the first test cell deleted                                edited     NAME filled in, an unmarked cell changed
+  added      a markdown and a code cell added after the first answer   reordered  the first answer cell moved to the end
+  v44        nbformat 4.4, no cell ids                                  cleared    the model answers, outputs cleared
+
+Stock nbgrader 0.9.6 grades them in an nbgrader course folder (``nbgrader autograde --create``, a real gradebook);
+course-grader builds the same course folder, collects the same notebooks from an exchange and autogrades them.
+One module fixture grades everything once with each; the tests compare the two gradebooks row by row: automatic
+score, manual score, max score and "needs manual grading" of every grade cell of every submission. Where they
+differ on purpose, DELIBERATE names the row, both values and the reason (README); anything else is a finding.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from classroom import stock_nbgrader
+from conformance_corpus import ASSIGNMENTS, COURSE_ID, FIXTURE, VARIANTS, submission, write_course
+from grader.cli import main
+
+SECRET = "c0ffee" * 10 + "beef"
+WHEN = "2026-11-20 10:00:00.000000 UTC"
+
+Row = tuple  # (auto score, manual score, max score, needs manual grade)
+
+# Rows where course-grader differs from stock nbgrader on purpose: (student, assignment, notebook, grade cell)
+# -> (stock's row, course-grader's row, why). Each reason is written down in README or grader/THREAT_MODEL.md.
+STDERR = ("a test whose check makes numpy print a RuntimeWarning (log(0)) on stderr: stock nbgrader scores any "
+          "stderr output as a failure, course-grader keeps the points the check earned (README, autograde: 'A "
+          "correct answer that prints a warning on stderr keeps its points')")
+TEST_RESTORED = ("the student deleted this test cell: stock nbgrader cannot run it and leaves it to a person "
+                 "(no automatic score, needs manual grading); course-grader runs the instructor's test cell, "
+                 "hidden tests included (THREAT_MODEL.md 1: 'Test cells edited or deleted in the submission are "
+                 "replaced by the originals')")
+ORDER_RESTORED = ("the student moved the answer cell below its test: stock nbgrader runs the cells as handed in, "
+                  "so the test meets an undefined name and scores 0; course-grader puts answers back in the "
+                  "course's order by grade_id (THREAT_MODEL.md, damaged submissions: 'reordered answers are put "
+                  "back by grade_id')")
+LOG_ROW = ((0.0, None, 1.0, False), (1.0, None, 1.0, False))
+DELIBERATE: dict[tuple[str, str, str, str], tuple[Row, Row, str]] = {
+    **{(student, "arith", "arith", "test_square_log"): (*LOG_ROW, STDERR)
+       for student in ("solution", "partly", "notest", "edited", "added", "v44", "cleared")},
+    ("reordered", "arith", "arith", "test_square_log"): (*LOG_ROW, ORDER_RESTORED + "; and " + STDERR),
+    ("notest", "arith", "arith", "test_square"): ((None, None, 2.0, True), (2.0, None, 2.0, False), TEST_RESTORED),
+    ("notest", "loading", "loading", "test_load"): ((None, None, 2.0, True), (2.0, None, 2.0, False), TEST_RESTORED),
+    ("notest", "essay", "essay", "test_clip"): ((None, None, 1.0, True), (1.0, None, 1.0, False), TEST_RESTORED),
+    ("reordered", "arith", "arith", "test_square"): ((0.0, None, 2.0, False), (2.0, None, 2.0, False), ORDER_RESTORED),
+    ("reordered", "loading", "loading", "test_load"): ((0.0, None, 2.0, False), (2.0, None, 2.0, False),
+                                                       ORDER_RESTORED),
+    ("reordered", "loading", "loading", "test_total"): ((0.0, None, 1.0, False), (1.0, None, 1.0, False),
+                                                        ORDER_RESTORED),
+    ("reordered", "essay", "essay", "test_clip"): ((0.0, None, 1.0, False), (1.0, None, 1.0, False), ORDER_RESTORED),
+}
+
+
+def stock_release(root: Path) -> Path:
+    """An nbgrader course root with every assignment of the corpus under source/, the header configured as
+    IncludeHeaderFooter, released by stock nbgrader."""
+    corpus = write_course(root.parent / "corpus-for-stock")
+    for assignment in ASSIGNMENTS:
+        shutil.copytree(corpus / assignment, root / "source" / assignment)
+    shutil.copyfile(corpus / "header.ipynb", root / "source" / "header.ipynb")
+    (root / "nbgrader_config.py").write_text(
+        f"c = get_config()\nc.CourseDirectory.course_id = {COURSE_ID!r}\n"
+        "c.IncludeHeaderFooter.header = 'source/header.ipynb'\n", encoding="utf-8")
+    for assignment in ASSIGNMENTS:
+        stock_nbgrader(root, "generate_assignment", assignment, "--force")
+    return root
+
+
+def write_submissions(release: Path, submitted: Path, exchange: Path) -> None:
+    """Every variant of every assignment, into stock's ``submitted/<student>/<assignment>/`` and into an
+    exchange's inbound folder for course-grader."""
+    for assignment, notebooks in ASSIGNMENTS.items():
+        for student in VARIANTS:
+            folders = [submitted / student / assignment, exchange / "inbound" / f"{student}+{assignment}+{WHEN}"]
+            for folder in folders:
+                folder.mkdir(parents=True)
+                (folder / "timestamp.txt").write_text(WHEN)
+            (folders[1] / "submission_secret.txt").write_text(SECRET)
+            for name in notebooks:
+                released = nbformat.read(release / assignment / name, as_version=nbformat.NO_CONVERT)
+                source = nbformat.read(FIXTURE / assignment / name, as_version=4)
+                handed_in = submission(student, released, source)
+                for folder in folders:
+                    nbformat.write(handed_in, folder / name, version=4)
+
+
+def gradebook(root: Path) -> dict[tuple[str, str, str, str], Row]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        return {(s.student.id, a, nb.name, g.name): (g.auto_score, g.manual_score, g.max_score,
+                                                     bool(g.needs_manual_grade))
+                for a in ASSIGNMENTS for s in gb.assignment_submissions(a) for nb in s.notebooks
+                for g in nb.grades}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """(stock nbgrader's gradebook rows, course-grader's gradebook rows), each course graded once."""
+    base = tmp_path_factory.mktemp("conformance")
+    stock = stock_release(base / "stock")
+    write_submissions(stock / "release", stock / "submitted", base / "exchange")
+    for assignment in ASSIGNMENTS:
+        stock_nbgrader(stock, "autograde", assignment, "--create")
+    root = base / "course"
+    assert main(["build", "--root", str(root), "--course", str(FIXTURE)]) == 0
+    assert main(["release", "--root", str(root)]) == 0
+    assert main(["collect", str(base / "exchange"), "--no-check-owner", "--root", str(root)]) == 0
+    assert main(["autograde", "--root", str(root), "--quiet"]) == 0
+    return gradebook(stock), gradebook(root)
+
+
+def test_the_committed_corpus_is_what_the_module_writes(tmp_path):
+    fresh = write_course(tmp_path / "course")
+    files = sorted(p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(FIXTURE) for p in FIXTURE.rglob("*") if p.is_file())
+    for name in files:
+        assert (fresh / name).read_bytes() == (FIXTURE / name).read_bytes(), \
+            f"{name}: run `python tests/conformance_corpus.py` and commit"
+
+
+def test_every_submission_has_a_row_for_every_grade_cell_in_both(graded):
+    theirs, ours = graded
+    assert sorted(theirs) == sorted(ours)
+    students = {key[0] for key in theirs}
+    assert students == set(VARIANTS)
+    assert len(theirs) == len(VARIANTS) * 11  # arith 4 tests, loading 3 tests and a task, essay a test and 2 answers
+
+
+def test_every_gradebook_row_is_stock_nbgraders_but_the_deliberate_ones(graded):
+    theirs, ours = graded
+    differing = {key: (theirs[key], ours.get(key)) for key in theirs if ours.get(key) != theirs[key]}
+    undocumented = {key: rows for key, rows in differing.items() if key not in DELIBERATE}
+    assert not undocumented, "rows (stock, course-grader) that differ without a documented reason:\n" + \
+        "\n".join(f"  {key}: {rows}" for key, rows in sorted(undocumented.items()))
+
+
+@pytest.mark.parametrize("key", sorted(DELIBERATE), ids=lambda key: "-".join(key[::3]))
+def test_each_deliberate_difference_is_as_documented(graded, key):
+    theirs, ours = graded
+    stock_row, our_row, reason = DELIBERATE[key]
+    assert (theirs[key], ours[key]) == (stock_row, our_row), reason
+
+
+@pytest.mark.parametrize("begin", ["### BEGIN SOLUTION", "# BEGIN SOLUTION", "###BEGIN SOLUTION"])
+def test_every_marker_spelling_is_stubbed_and_hidden_as_nbgrader_does(begin):
+    """The finding this harness made: a submission that deleted a `###BEGIN SOLUTION` answer cell was graded with
+    the instructor's solution put in its place (full marks, and the solution in the graded notebook), because
+    the stub that replaces a deleted answer only knew `### BEGIN SOLUTION`. nbgrader takes any line holding the
+    words as a marker."""
+    from grader.engine.course import stub_source, without_hidden
+    from grader.engine.merge import stub
+
+    end = begin.replace("BEGIN", "END")
+    source = f"def f(x):\n    {begin}\n    return 42 * x\n    {end}"
+    for text in (stub_source(source), stub(source)):
+        assert "42" not in text and "raise NotImplementedError" in text, text
+    hidden = begin.replace("SOLUTION", "HIDDEN TESTS")
+    test = f"assert f(1) == 42\n{hidden}\nassert f(2) == 84\n{hidden.replace('BEGIN', 'END')}\nprint('ok')"
+    assert without_hidden(test).splitlines() == ["assert f(1) == 42", "print('ok')"]
+
+
+def test_the_corpus_exercises_what_it_claims(graded):
+    """The rows that show each idiom was graded as meant (checked on stock's gradebook: the reference)."""
+    theirs, _ = graded
+    row = lambda student, a, cell: theirs[(student, a, a, cell)]  # noqa: E731
+    for a, cell in (("arith", "test_square"), ("arith", "test_mean"), ("arith", "test_mean_hidden"),
+                    ("loading", "test_load"), ("loading", "test_total"), ("essay", "test_clip")):
+        assert row("solution", a, cell)[0] == row("solution", a, cell)[2] > 0, (a, cell)
+        assert row("release", a, cell)[0] == 0, (a, cell)
+    assert row("solution", "loading", "test_total_free")[2] == 0
+    assert row("solution", "loading", "plot_task") == (None, None, 2.0, True)
+    assert row("solution", "essay", "why") == (None, None, 3.0, True)
+    assert row("release", "essay", "why") == (0.0, None, 3.0, False)  # handed in as released: 0, nothing to read
+    assert row("partly", "arith", "test_square")[0] == 0 and row("partly", "arith", "test_mean")[0] == 1
