@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -207,46 +208,65 @@ def test_points(nb: NotebookNode) -> float:
     return sum(cell_points(c) for c in nb.cells if is_test(c))
 
 
-# nbgrader's region markers and what the course adds. As nbgrader's ClearSolutions and ClearHiddenTests
-# read them, a marker is any line that contains the words, however it is commented: "### BEGIN SOLUTION",
-# "# BEGIN SOLUTION" and "###BEGIN SOLUTION" all open a region (public courses use each).
+# nbgrader's region markers and what the course adds. Regions are found, cut and stubbed by nbgrader's own
+# ClearSolutions and ClearHiddenTests (below): a marker is any line that contains the words, however it is
+# commented ("### BEGIN SOLUTION", "# BEGIN SOLUTION" and "###BEGIN SOLUTION" all open a region).
 SOLUTION_BEGIN, SOLUTION_END = "BEGIN SOLUTION", "END SOLUTION"
 HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 MARKERS = (SOLUTION_BEGIN, SOLUTION_END, HIDDEN_BEGIN, HIDDEN_END)
 HIDDEN_NOTE = "# (hidden tests are not shown)"
 RECORD_IMPORT = "from grader.record import record"
-_HIDDEN_REGION = re.compile(rf"^[^\n]*{HIDDEN_BEGIN}.*?^[^\n]*{HIDDEN_END}[^\n]*\n?", re.S | re.M)
-_SOLUTION_REGION = re.compile(rf"^([ \t]*)[^\n]*{SOLUTION_BEGIN}.*?^[^\n]*{SOLUTION_END}[^\n]*", re.S | re.M)
+RAISE_STUB = "raise NotImplementedError()"
+
+
+@functools.lru_cache(maxsize=4)
+def _clear_solutions(code_stub: str):
+    from nbgrader.preprocessors import ClearSolutions
+    return ClearSolutions(code_stub={"python": code_stub}, text_stub=TEXT_STUB)
+
+
+@functools.lru_cache(maxsize=1)
+def _clear_hidden_tests():
+    from nbgrader.preprocessors import ClearHiddenTests
+    return ClearHiddenTests()
+
+
+def _nbgrader_replaced(source: str, cell_type: str, code_stub: str) -> str:
+    """``source`` after nbgrader's ClearSolutions replaced its solution regions with ``code_stub`` (or the
+    text stub); a region nbgrader refuses (no end marker, nested) stubs the whole cell, so no solution leaks."""
+    cell = (nbformat.v4.new_code_cell if cell_type == "code" else nbformat.v4.new_markdown_cell)(source)
+    try:
+        _clear_solutions(code_stub)._replace_solution_region(cell, "python")
+    except RuntimeError:
+        return code_stub if cell_type == "code" else TEXT_STUB
+    return cell.source
 
 
 def without_hidden(source: str) -> str:
-    """The source as nbgrader releases a test cell: hidden-test regions, markers included, removed."""
-    return _HIDDEN_REGION.sub("", source)
+    """The source as nbgrader releases a test cell: hidden-test regions, markers included, removed (by
+    nbgrader's ClearHiddenTests; a region without its end marker removes everything after its begin)."""
+    cell = nbformat.v4.new_code_cell(source)
+    try:
+        _clear_hidden_tests()._remove_hidden_test_region(cell)
+    except RuntimeError:  # everything from the first begin marker on is hidden
+        lines = source.split("\n")
+        return "\n".join(lines[:next(i for i, line in enumerate(lines) if HIDDEN_BEGIN in line)])
+    return cell.source
 
 
 def stub_source(source: str) -> str:
-    """The source as nbgrader releases a solution cell: each solution region becomes a raise."""
-    return _SOLUTION_REGION.sub(lambda m: f"{m.group(1)}raise NotImplementedError()", source)
+    """The source with each solution region replaced by a raise, indented as its begin marker (nbgrader's
+    ClearSolutions with that stub); a source without markers is returned as it is."""
+    return _nbgrader_replaced(source, "code", RAISE_STUB)
 
 
 def released_answer(source: str, cell_type: str) -> str:
     """A solution cell's text as nbgrader's release (ClearSolutions, default stubs) writes it: each line
     holding the begin marker becomes the stub, indented as that line, through the end marker's line; a cell
     without markers becomes the stub whole. A submitted answer equal to this was handed in untouched."""
-    stub_lines = (CODE_STUB if cell_type == "code" else TEXT_STUB).splitlines()
     if SOLUTION_BEGIN not in source:
-        return "\n".join(stub_lines)
-    kept, inside = [], False
-    for line in source.split("\n"):
-        if SOLUTION_BEGIN in line:
-            inside = True
-            indent = line[:len(line) - len(line.lstrip())]
-            kept += [indent + stub for stub in stub_lines]
-        elif SOLUTION_END in line:
-            inside = False
-        elif not inside:
-            kept.append(line)
-    return "\n".join(kept)
+        return CODE_STUB if cell_type == "code" else TEXT_STUB
+    return _nbgrader_replaced(source, cell_type, CODE_STUB)
 
 
 def split_hidden(source: str) -> list[tuple[str, bool]]:
