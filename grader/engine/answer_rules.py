@@ -17,7 +17,8 @@ instructor's included); and every student statement that changes shared state or
 reached statements:
 
 - ``avoid``: no attribute or imported name containing one of these words (case and underscores
-  ignored: "softmax" also catches ``torch.special.softmax``, ``_softmax``, ``nn.Softmax``); "pow"
+  ignored: "softmax" also catches ``torch.special.softmax``, ``_softmax``, ``nn.Softmax``; not an attribute
+  of ``self`` that the class's own methods assign, ``self.multi_head_attention = MyAttention(...)``); "pow"
   also rules out ``**`` with an exponent that is not a whole-number literal;
 - every exercise: when the reached code names ``d2lite``, no attribute or imported name equal to a
   function the answer defines (d2lite's version of it, by any import path), and no function that is
@@ -124,11 +125,29 @@ def declared_rules(test_source: str) -> Rules:
 
 # --- what a statement names ---------------------------------------------------------------------
 
+def _own_attributes(node: ast.AST) -> set[int]:
+    """ids of the ``self.name`` nodes in the methods of a class in ``node`` whose ``name`` the class's own
+    methods assign (``self.multi_head_attention = ...``): the student's own attribute, named as they like."""
+    found = set()
+    for cls in (n for n in ast.walk(node) if isinstance(n, ast.ClassDef)):
+        uses = []
+        for method in (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            if method.args.args:
+                first = method.args.args[0].arg
+                uses += [n for n in ast.walk(method) if isinstance(n, ast.Attribute)
+                         and isinstance(n.value, ast.Name) and n.value.id == first]
+        assigned = {n.attr for n in uses if isinstance(n.ctx, ast.Store)}
+        found |= {id(n) for n in uses if n.attr in assigned}
+    return found
+
+
 def _attributes(node: ast.AST) -> list[tuple[str, int]]:
-    """(attribute or imported name, line) for every one in ``node``."""
+    """(attribute or imported name, line) for every one in ``node``, but for the student's own attributes
+    (:func:`_own_attributes`)."""
     found = []
+    own = _own_attributes(node)
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Attribute):
+        if isinstance(sub, ast.Attribute) and id(sub) not in own:
             found.append((sub.attr, sub.lineno))
         elif isinstance(sub, (ast.Import, ast.ImportFrom)):
             module = sub.module or "" if isinstance(sub, ast.ImportFrom) else ""
@@ -288,7 +307,7 @@ def _direct_calls(statement: Statement, words: set[str]) -> list[str]:
 
 
 def answer_reading(cells: list[tuple[str, str]], answer_cells: list[int], test_cell: int,
-                   rules: Rules) -> Reading:
+                   rules: Rules, parsed: dict[int, list[Statement] | None] | None = None) -> Reading:
     """What the answer's code does that its exercise's rules rule out, or that the grader cannot read.
 
     cells: (role, source) for every cell of the merged notebook, role "answer"/"added" (student's),
@@ -297,12 +316,18 @@ def answer_reading(cells: list[tuple[str, str]], answer_cells: list[int], test_c
 
     Read: the statements the test's names reach (through the instructor's cells too), starting with the
     answer cells' definitions; and every student statement that changes shared state or cannot be
-    resolved (:mod:`grader.engine.answer_scope`). A student cell that cannot be parsed is a finding."""
+    resolved (:mod:`grader.engine.answer_scope`). A student cell that cannot be parsed is a finding.
+
+    parsed: cell index -> its statements, filled as cells are read; shared by the readings of one notebook's
+    tests (:func:`test_cell_readings`) so that each cell is parsed once (nothing here changes a statement)."""
     statements: list[Statement] = []
     problems: list[str] = []
     for index, (role, source) in enumerate(cells[:test_cell]):
         if role in ("answer", "added", "trusted"):
-            read = cell_statements(source, index, role != "trusted")
+            parsed = {} if parsed is None else parsed
+            if index not in parsed:
+                parsed[index] = cell_statements(source, index, role != "trusted")
+            read = parsed[index]
             if read is None and role != "trusted" and source.strip():
                 problems.append(f"code the grader cannot read: a cell it could not parse (cell {index}, line 1)")
             statements += read or []
@@ -360,7 +385,7 @@ def test_cell_readings(cells: list[tuple[str, str]]) -> dict[int, tuple[list[int
     """For every test cell of a notebook given as (role, source) pairs (roles as in :func:`answer_reading`,
     "markdown" for the rest): its exercise's answer cells (those since the previous exercise's tests) and
     what the grader read in them."""
-    found, answers, after_test = {}, [], False
+    found, answers, after_test, parsed = {}, [], False, {}
     for index, (kind, source) in enumerate(cells):
         if kind == "answer":
             answers = [] if after_test else answers
@@ -368,7 +393,7 @@ def test_cell_readings(cells: list[tuple[str, str]]) -> dict[int, tuple[list[int
             after_test = False
         elif kind == "test":
             after_test = True
-            found[index] = (list(answers), answer_reading(cells, answers, index, declared_rules(source)))
+            found[index] = (list(answers), answer_reading(cells, answers, index, declared_rules(source), parsed))
     return found
 
 

@@ -10,12 +10,13 @@ A student statement changes shared state when it (anywhere in it, function bodie
 - assigns or deletes an attribute, or an item of an attribute or of something imported, of an object
   it did not create (``torch.Tensor.cd_ = torch.cdist``, ``sys.modules["x"] = m``,
   ``os.environ["A"] = "1"``); ``self`` in a method, function parameters, and names bound by
-  ``def``/``class`` or to a new object (:func:`own_names`) are the student's own;
+  ``def``/``class`` or to a new object (:func:`own_names`) are the student's own, and a drawing setting
+  of matplotlib set by key (``plt.rcParams["figure.figsize"] = ...``, d2l's ``set_figsize``) is no change;
 - calls a mutating method on something it did not create (``sys.modules.update``, ``sys.setprofile``);
 - patches (``mock.patch``, ``monkeypatch``), writes or removes files (``open(.., "w")``,
   ``torch.save``, ``.write_text``, ``os.remove``, ``shutil``), star-imports (``from m import *``: the
   names it binds cannot be known), or reaches the shell (``!cmd``, magics other than ``%matplotlib``,
-  ``%time`` and ``%timeit``, ``os.system``, ``subprocess``).
+  ``%time``, ``%timeit`` and a help request ``name?``, ``os.system``, ``subprocess``).
 
 Some code cannot be resolved from its text at all: ``exec``, ``eval``, ``compile``, ``setattr``,
 ``delattr``, ``globals``, ``locals``, ``vars``, ``__import__``, ``__builtins__``, ``get_ipython``,
@@ -137,6 +138,14 @@ def _writes_file(call: ast.Call) -> bool:
     return isinstance(func, ast.Attribute) and func.attr in FILE_WRITERS
 
 
+def _figure_setting(target: ast.AST) -> bool:
+    """``plt.rcParams['figure.figsize'] = ...`` (d2l's ``set_figsize``): one of matplotlib's drawing settings,
+    set by key; it changes how figures look, nothing a test reads."""
+    return (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute)
+            and target.value.attr == "rcParams" and isinstance(target.slice, ast.Constant)
+            and isinstance(target.slice.value, str))
+
+
 def shared_state(statement: Statement, own: set[str], modules: set[str] = frozenset()) -> list[str]:
     """Where ``statement`` (a student's) changes state other code shares, as phrases; [] when it does not.
 
@@ -149,7 +158,7 @@ def shared_state(statement: Statement, own: set[str], modules: set[str] = frozen
                 shared = isinstance(part, ast.Attribute) or (isinstance(part, ast.Subscript) and (
                     isinstance(part.value, (ast.Attribute, ast.Call))
                     or (isinstance(part.value, ast.Name) and part.value.id in modules)))
-                if shared and not _is_own(part, own, selves):
+                if shared and not _is_own(part, own, selves) and not _figure_setting(part):
                     found.append(f"an assignment to `{ast.unparse(part)}`, not the student's own object "
                                  f"({_where(statement, sub)})")
         if isinstance(sub, ast.ImportFrom) and any(alias.name == "*" for alias in sub.names):

@@ -35,13 +35,15 @@ class Statement:
     uses: set[str] = field(default_factory=set)
 
 
+HELP = re.compile(r"^(\s*)get_ipython\(\)\.run_line_magic\('pinfo2?', '([A-Za-z_][\w.]*)'\)$", re.MULTILINE)
 TIMING = re.compile(r"^(\s*)%(timeit|time)\b((?:\s+-[a-z]\s*\d*)*)\s*(.*)$")
 
 
 def python_source(cell_source: str) -> str:
     """The Python IPython runs for a cell's text (``%magic`` lines become ``get_ipython()`` calls).
     ``%matplotlib`` lines, which only choose a plotting backend, are dropped first; ``%time`` and
-    ``%timeit`` (line or cell) become the code they time, which runs in the notebook's namespace."""
+    ``%timeit`` (line or cell) become the code they time, which runs in the notebook's namespace; a help
+    request (``torch.logsumexp?``, ``??``) becomes the name it looks up, which it only shows."""
     from IPython.core.inputtransformer2 import TransformerManager
 
     lines = cell_source.splitlines()
@@ -53,7 +55,8 @@ def python_source(cell_source: str) -> str:
             line = ""
         timed = TIMING.match(line)
         kept.append(timed.group(1) + timed.group(4) if timed else line)
-    return TransformerManager().transform_cell("\n".join(kept))
+    python = TransformerManager().transform_cell("\n".join(kept))
+    return HELP.sub(r"\1\2", python)
 
 
 def _names(table: symtable.SymbolTable) -> tuple[set[str], set[str]]:
