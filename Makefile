@@ -41,20 +41,31 @@ browser-deps:
 
 test: setup sandbox-deps browser-deps
 	$(PY) -m pytest tests --durations=30
+	# Then the course notebooks under nbval and the course quality gate, at the same time: they share
+	# nothing (nbval runs a copy in build/nbval, the gate builds in its own temporary folder) and each
+	# leaves cores idle while its kernels start. The gate's lines are kept in build/gate.log and shown
+	# after nbval's; the target fails if either fails.
+	#
 	# The course notebooks on the bundled data set. nbval runs a copy of course/ top to bottom. A
 	# notebook with cells marked `# NBVAL_CHECK_OUTPUT` (or tagged nbval-check-output, which keeps the
 	# marker out of the student's way) is first executed by nbconvert, so that nbval can
 	# compare those cells with that first run (the committed notebooks carry no outputs to compare
 	# with); the others run once. Kernels log errors only (each would warn that it talks over local
 	# TCP without encryption).
+	# The course quality gate: solutions full marks, releases zero, no vacuous test, no leak.
 	rm -rf build/nbval && mkdir -p build/nbval && cp -r course build/nbval/
-	D2LITE_DATASET=mnist5k $(PY) -m jupyter nbconvert --to notebook --execute --inplace --allow-errors \
+	D2LITE_DATASET=mnist5k $(PY) -m grader check course --workers 2 --quiet > build/gate.log 2>&1 & gate=$$!; \
+	trap 'kill $$gate 2>/dev/null || true' INT TERM; \
+	notebooks=0; \
+	{ D2LITE_DATASET=mnist5k $(PY) -m jupyter nbconvert --to notebook --execute --inplace --allow-errors \
 		--ExecutePreprocessor.timeout=600 --log-level=WARN \
 		"--ExecutePreprocessor.extra_arguments=['--IPKernelApp.log_level=ERROR']" \
-		$$(grep -l -e NBVAL_CHECK_OUTPUT -e nbval-check-output build/nbval/course/*.ipynb)
-	D2LITE_DATASET=mnist5k $(PY) -m pytest --nbval-lax --nbval-cell-timeout=600 -p no:cacheprovider build/nbval/course
-	# The course quality gate: solutions full marks, releases zero, no vacuous test, no leak.
-	D2LITE_DATASET=mnist5k $(PY) -m grader check course --workers 2 --quiet
+		$$(grep -l -e NBVAL_CHECK_OUTPUT -e nbval-check-output build/nbval/course/*.ipynb) && \
+	  D2LITE_DATASET=mnist5k $(PY) -m pytest --nbval-lax --nbval-cell-timeout=600 -p no:cacheprovider build/nbval/course; \
+	} || notebooks=$$?; \
+	check=0; wait $$gate || check=$$?; \
+	echo "== course quality gate (grader check course --workers 2), exit $$check"; cat build/gate.log; \
+	test $$notebooks -eq 0 -a $$check -eq 0
 
 demo: setup sandbox-deps
 	D2LITE_DATASET=mnist5k $(PY) -m grader demo --workers 2

@@ -7,9 +7,8 @@ import json
 
 import pytest
 
-from classroom import A, cell_scores, class_of, released_course, write_inbox
+from classroom import A, cell_scores, graded_class, writable_copy
 from grader.authoring.coursedir import CourseDir
-from grader.intake.collect import collect
 from grader.running.batch import autograde
 
 
@@ -19,9 +18,10 @@ def scores(results) -> dict[str, float]:
 
 @pytest.fixture
 def graded(tmp_path):
-    root = released_course(tmp_path / "course")
-    collect(root, write_inbox(tmp_path / "inbox", class_of(root)))
-    return root, scores(autograde(root, workers=2))
+    """A copy of the shared graded class (class_of's class collected and graded by two workers, once per
+    session): each test changes its own copy."""
+    root, results = writable_copy(graded_class(), tmp_path)
+    return root, scores(results)
 
 
 def marker_times(course: CourseDir) -> dict[str, int]:
