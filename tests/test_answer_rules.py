@@ -65,6 +65,8 @@ def test_an_alias_made_in_another_cell_is_followed_to_where_it_was_bound():
     "kernel = __builtins__\n",
     "g = d2lite.sgd.__globals__\n",
     "%run other.py\n",
+    "%load_ext my_extension\n",                                            # imports a module it names
+    "%load_ext autoreload\n%aimport my_module\n",                          # autoreload itself is fine, %aimport imports
     "table = vars(torch)\n",
     "table = globals()\n",
     "from operator import attrgetter\n",

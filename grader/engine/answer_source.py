@@ -37,11 +37,15 @@ class Statement:
 
 HELP = re.compile(r"^(\s*)get_ipython\(\)\.run_line_magic\('pinfo2?', '([A-Za-z_][\w.]*)'\)$", re.MULTILINE)
 TIMING = re.compile(r"^(\s*)%(timeit|time)\b((?:\s+-[a-z]\s*\d*)*)\s*(.*)$")
+# IPython's own autoreload extension, as many students start a notebook: it reloads changed modules
+# before a cell runs and binds nothing. Any other extension (%load_ext NAME imports NAME) stays a magic.
+AUTORELOAD = re.compile(r"^\s*%(?:(?:load_ext|reload_ext)\s+autoreload|autoreload(?:\s+(?:[0-3]|off|explicit|all|now))?)\s*$")
 
 
 def python_source(cell_source: str) -> str:
     """The Python IPython runs for a cell's text (``%magic`` lines become ``get_ipython()`` calls).
-    ``%matplotlib`` lines, which only choose a plotting backend, are dropped first; ``%time`` and
+    ``%matplotlib`` lines, which only choose a plotting backend, and IPython's autoreload lines
+    (``%load_ext autoreload``, ``%autoreload 2``) are dropped first; ``%time`` and
     ``%timeit`` (line or cell) become the code they time, which runs in the notebook's namespace; a help
     request (``torch.logsumexp?``, ``??``) becomes the name it looks up, which it only shows."""
     from IPython.core.inputtransformer2 import TransformerManager
@@ -51,7 +55,7 @@ def python_source(cell_source: str) -> str:
         lines[0] = re.sub(r"^%%(timeit|time)((?:\s+-[a-z]\s*\d*)*)\s*", "", lines[0])
     kept = []
     for line in lines:
-        if line.lstrip().startswith("%matplotlib"):
+        if line.lstrip().startswith("%matplotlib") or AUTORELOAD.match(line):
             line = ""
         timed = TIMING.match(line)
         kept.append(timed.group(1) + timed.group(4) if timed else line)
