@@ -86,3 +86,35 @@ def test_full_marks_and_zero_runs_stop_after_the_last_graded_cell(tmp_path):
         assert len(trusted.cells) == last + 1, name
         assert "after the last test" not in "".join(c.source for c in trusted.cells + handed_in.cells), name
         assert job.references["source_sha256"] == ""  # a cut copy: not the reference run's source
+
+
+
+def test_a_cell_that_times_out_fails_the_gate_even_when_every_test_passes(tmp_path):
+    """The grader interrupted an unmarked cell at the cell time limit and the tests after it still passed, so
+    the scores look right (full marks on the solution, zero on the release); but every student's grading
+    would wait out the limit there: (a) and (b) fail and say what the grader reported."""
+    from grader.engine import course as nbs
+    from grader.running.gate import GateReport, _collect_variants, _Plan
+
+    source = nbs.read_notebook(FIXTURES / "course" / "01_fixture.ipynb")
+    tests = [(nbs.nbgrader_meta(c)["grade_id"], nbs.nbgrader_meta(c)["points"])
+             for c in source.cells if nbs.is_test(c)]
+    timed_out = ["cell 9 timed out after 300 s"]
+
+    def result(earned: bool, problems: list[str]) -> dict:
+        return {"problems": problems, "tests": [
+            {"grade_id": gid, "points": points if earned else 0, "max_points": points,
+             "status": "passed" if earned else "failed", "reason": ""} for gid, points in tests]}
+
+    class Runner:
+        def result(self, job):
+            return job
+
+    for problems, ok in ((timed_out, False), ([], True)):  # the second: the same scores without the problem
+        plan = _Plan(GateReport(tmp_path / "01_fixture.ipynb"), source, tmp_path)
+        plan.jobs = {"a": result(True, problems), "b": result(False, problems)}
+        _collect_variants(Runner(), plan, say=lambda msg: None)
+        checks = {c.name: c for c in plan.report.checks}
+        assert checks["a"].ok is ok and checks["b"].ok is ok, checks
+        assert "solution scores 6/6" in checks["a"].detail and "release scores 0/6" in checks["b"].detail
+        assert ("the grader reported: cell 9 timed out after 300 s" in checks["a"].detail) is not ok

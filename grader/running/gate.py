@@ -5,6 +5,8 @@ For each source notebook:
 (a) graded with its own solutions, it scores full marks;
 (b) the released, unmodified student notebook scores zero on every test;
     (a) and (b) run the notebook up to its last graded cell: later cells decide no points;
+    in (a), (b) and (c) the grader must report nothing beside the verdicts (no cell timed out or crashed,
+    no output cut): every student's grading would meet it too;
 (c) each graded test fails when only its own exercise is stubbed (no test passes vacuously);
     the copy is cut after the exercise's last test cell, so later cells are not run; a test whose
     keys carry shares (partial credit) runs its hidden part there even when its visible part fails,
@@ -291,19 +293,28 @@ def _collect_variants(runner, plan: _Plan, say) -> None:
             continue
         tests, by_hand = _auto_and_by_hand(tests)
         by_id = {t[0]: t for t in tests}
+        # What the grader reported beside the verdicts (a cell that timed out, a kernel that crashed, output cut):
+        # every student's grading would meet it too, so the check fails even when the scores look right.
+        reported = ("; the grader reported: " + "; ".join(problems)) if problems else ""
         if name == "a":
             score, total = sum(t[1] for t in tests), sum(t[2] for t in tests)
             lost = [f"{t[0]} {t[3]} ({t[4]})" for t in tests if t[1] < t[2]]
-            plan.report.add("a", not lost and (total > 0 or bool(by_hand)),
-                            f"solution scores {score:g}/{total:g}" + by_hand + ("; lost: " + "; ".join(lost) if lost else ""))
+            plan.report.add("a", not lost and not problems and (total > 0 or bool(by_hand)),
+                            f"solution scores {score:g}/{total:g}" + by_hand + ("; lost: " + "; ".join(lost) if lost else "")
+                            + reported)
         elif name == "b":
             earned = [f"{t[0]} earns {t[1]:g}{_free_shares(plan, t[0], t)}" for t in tests if t[1] > 0]
-            plan.report.add("b", not earned, "; ".join(earned) or f"release scores 0/{sum(t[2] for t in tests):g}" + by_hand)
+            plan.report.add("b", not earned and not problems,
+                            ("; ".join(earned) or f"release scores 0/{sum(t[2] for t in tests):g}" + by_hand) + reported)
         elif name == "c":
+            if problems:
+                plan.report.add("c", False, "the run with each exercise stubbed in turn" + reported)
             for exercise in exercises.values():
                 _add_c(plan.report, exercise, {gid.removeprefix(variants.STUBBED_PREFIX): t for gid, t in by_id.items()
                                                if gid.startswith(variants.STUBBED_PREFIX)}, plan)
         else:
+            if problems:
+                plan.report.add(name, False, f"the run with {name[2:]!r} stubbed" + reported)
             _add_c(plan.report, exercises[name], by_id, plan)
         say(f"{plan.report.notebook.name}: {name} {'ok' if plan.report.checks[-1].ok else 'FAILED'}")
 
