@@ -242,5 +242,8 @@ def test_the_instructors_choice_of_gpu_reaches_the_kernel_and_secrets_do_not(mon
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     monkeypatch.setenv("INSTRUCTOR_SECRET", "s3cret")
+    monkeypatch.setenv("D2LITE_DATASET", "mnist5k")
+    monkeypatch.setenv("D2LITE_TOKEN", "s3cret")  # the course's prefix is not a pass: only the names d2lite reads
     env = kernel_env(tmp_path, sandboxed=True)
-    assert env["CUDA_VISIBLE_DEVICES"] == "1" and "INSTRUCTOR_SECRET" not in env
+    assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["D2LITE_DATASET"] == "mnist5k"
+    assert "INSTRUCTOR_SECRET" not in env and "D2LITE_TOKEN" not in env

@@ -24,16 +24,18 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from d2lite import unattended
+
 from .cgroups import cgroup_gaps, cgroup_support
 
 __all__ = ["Limits", "SandboxUnavailable", "sandbox_status", "kernel_command", "kernel_uid", "gpu_devices", "new_folder",
            "copy_new", "hand_over", "seed_font_list"]
 
-# Environment variables passed from the grader to the kernel (nothing else is: no secrets,
-# no NBGRADER_* variables, no paths to the instructor's folders).
-PASSED_ENV_PREFIXES = ("D2LITE_",)
+# Environment variables passed from the grader to the kernel, by name (nothing else is: no secrets,
+# no NBGRADER_* variables, no paths to the instructor's folders, no other D2LITE_* name).
 PASSED_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "LANG", "LC_ALL", "TZ",
-              "CUDA_VISIBLE_DEVICES")  # which GPUs the instructor grades on
+              "CUDA_VISIBLE_DEVICES",  # which GPUs the instructor grades on
+              unattended.DATASET, unattended.DATA_DIR, unattended.FASHION_MNIST_URL)  # the data the course uses
 UID_BASE = 61000  # kernels run as UID_BASE + (grader pid % UID_SPAN) when the grader is root
 UID_SPAN = 3000
 
@@ -147,7 +149,7 @@ def kernel_env(workdir: Path | None, *, sandboxed: bool) -> dict[str, str]:
         "PYDEVD_DISABLE_FILE_VALIDATION": "1",
     }
     for name, value in os.environ.items():
-        if name in PASSED_ENV or name.startswith(PASSED_ENV_PREFIXES):
+        if name in PASSED_ENV:
             env[name] = value
     if _source_roots():
         env["PYTHONPATH"] = os.pathsep.join(_source_roots())
