@@ -28,16 +28,13 @@ from .notebook_run import RECORD_LIMITS, run_notebook, scrub_tainted
 from .references import References, sha256_of
 from .sandbox import Limits, SandboxUnavailable, sandbox_status
 from .shares import TOLERANCE, earned, has_shares
+from .statuses import AWAITING, LEFT_AS_RELEASED, UNDER_REVIEW
 from .verdicts import check_records, collect, failing_keys, key_problems, test_reason
 
 __all__ = ["Limits", "TestResult", "NotebookResult", "References", "ReferenceRunError",
            "SandboxUnavailable", "sandbox_status", "AWAITING", "UNDER_REVIEW", "reviewed", "source_readings",
            "LEFT_AS_RELEASED", "manual_result", "unanswered_result", "run_reference", "save_reference", "grade", "validate", "verdict_line"]
 
-STATUSES = ("passed", "failed", "error", "timeout", "crashed", "not run", "missing", "manual")
-AWAITING = "awaiting manual grading"  # the one wording the table, the export and the feedback use
-UNDER_REVIEW = "under review"  # a test flagged for what the grader read in its answer (points kept until decided)
-LEFT_AS_RELEASED = "You left this answer as released: 0 points, with nothing to grade by hand."
 
 
 class ReferenceRunError(RuntimeError):
@@ -49,7 +46,7 @@ class TestResult:
     grade_id: str
     max_points: float
     points: float
-    status: str  # one of STATUSES; "manual": a hand-graded answer, not scored here (points 0,
+    status: str  # one of statuses.STATUSES; "manual": a hand-graded answer, not scored here (points 0,
     # which count neither as earned nor as lost: the instructor's score comes from formgrader)
     reason: str  # one sentence for instructor and student; never shows hidden test source
     failed_keys: list[str] = field(default_factory=list)  # reference keys it did not match (class report)

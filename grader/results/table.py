@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..authoring.coursedir import CourseDir
-from ..engine.execute import LEFT_AS_RELEASED
+from ..engine.statuses import LEFT_AS_RELEASED
 from ..engine.outputs import printable
 from .foreign import INSTRUCTOR_NOTE, foreign_notebooks
 from .gradebook import Outcome

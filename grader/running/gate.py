@@ -45,7 +45,7 @@ from ..authoring.graded_cells import graded_cell_problems, kernel_word_hint, who
 from ..authoring.manual_cells import manual_cell_problems
 from ..engine import course as nbs
 from ..engine import variants
-from ..engine.execute import LEFT_AS_RELEASED
+from ..engine.statuses import LEFT_AS_RELEASED
 from ..engine.shares import visible_apart
 from .jobs import Assignment, GradeJob, ReferenceJob, run_grade_job, run_reference_job
 from .runner import open_runner
