@@ -136,7 +136,8 @@ def module_tree(module, highlight: str | None = None):
 def shared_parameters(module):
     """Every qualified parameter name of ``module`` (left) and the parameter tensor it reaches
     (right, with its shape), joined by a line. A tensor reached under several names (tied, shared)
-    is drawn in orange: several lines meet at it."""
+    is drawn in orange: several lines meet at it. Only a picture: it returns the figure, not the
+    groups of names, which notebook 03's exercise ``tied_groups`` asks the student to compute."""
     names = list(module.named_parameters(remove_duplicate=False))
     tensors = []                                  # distinct Parameter objects, in order of first use
     for _, p in names:
