@@ -104,11 +104,11 @@ def cell_statements(source: str, cell: int, student: bool) -> list[Statement] | 
     try:
         code = python_source(source)
         tree = ast.parse(code)
+        texts = [ast.unparse(node) for node in tree.body]  # recurses as deep as the code nests
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     statements = []
-    for node in tree.body:
-        text = ast.unparse(node)
+    for node, text in zip(tree.body, texts):
         try:
             binds, uses = _names(symtable.symtable(text, f"<cell {cell}>", "exec"))
         except (SyntaxError, ValueError, RecursionError):
