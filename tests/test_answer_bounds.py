@@ -103,3 +103,30 @@ def test_an_honest_notebook_reads_exactly_as_in_process_with_no_finding(name):
     assert time.perf_counter() - start < 30  # measured: about 1 s
     assert read == answer_rules.test_cell_readings(cells)
     assert read and not any(flags(read))
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    """The fixture course graded by the real engine and sandbox: ann hands in the solution; deep hands in
+    the solution with ``y = - - ... 1`` 500 deep added to the answer of ``scale`` (it runs in a moment)."""
+    from classroom import answer_of, released_course, with_answer, write_inbox
+    from grader.intake.collect import collect
+    from grader.running.batch import autograde
+
+    base = tmp_path_factory.mktemp("bounds")
+    root = released_course(base / "course")
+    deep = with_answer("scale", answer_of("scale") + "\ny = " + "- " * 500 + "1\n")
+    collect(root, write_inbox(base / "inbox", {"ann": with_answer("scale", answer_of("scale")), "deep": deep}))
+    start = time.perf_counter()
+    outcomes = autograde(root, workers=2)
+    return {o.student: o for o in outcomes}, time.perf_counter() - start
+
+
+def test_a_stalling_student_beside_an_honest_one_is_flagged_and_keeps_the_points_its_behaviour_earned(batch):
+    outcomes, seconds = batch
+    assert seconds < 1200  # measured: about 110 s for the two (kernels, mostly) on a busy 2-core machine
+    ann, deep = outcomes["ann"], outcomes["deep"]
+    assert ann.score == 6 and not any(t.get("review") for t in ann.tests)
+    assert deep.score == 6, deep.tests
+    scale = next(t for t in deep.tests if t["grade_id"] == "test_scale")
+    assert scale["points"] == scale["max_points"] and "too large or too deeply nested" in scale["review"], scale
