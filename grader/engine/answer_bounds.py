@@ -6,8 +6,9 @@ ten such cells, 35 s). So the grading worker does not read in its own process: i
 ``python -m grader.engine.answer_bounds``, which reads them under ``RLIMIT_AS`` and is killed past
 :data:`READ_TIMEOUT_S`. A reading that runs out of time or memory, or whose process dies, flags every
 graded test of the notebook for a person (a finding: the test keeps the points its behaviour earned);
-the grading goes on. The child costs a fresh interpreter per notebook (about 0.3 s; the caps and this
-module are measured in ``tests/test_answer_bounds.py``).
+the grading goes on. The child costs a fresh interpreter per notebook: 01_tensors read in 0.45 s of CPU
+in a child against 0.14 s in a warm worker (0.24 s of it is starting Python and importing IPython);
+d2lite's canonical forms (1 s to compute) are computed once per worker and handed to each child.
 """
 from __future__ import annotations
 

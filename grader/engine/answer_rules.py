@@ -35,6 +35,11 @@ reached statements:
   in the reached code also ``getattr`` with a name that is not a literal, ``sys``, ``inspect``,
   ``types`` and private attributes other than the answer's own (``self._modules``) and plain dunders.
 
+Reading is bounded: a student cell over the caps of :mod:`grader.engine.answer_limits` is not parsed,
+a ``RecursionError`` or parser error while reading is a finding, and the grading worker reads in a
+child process with a time and a memory limit (:mod:`grader.engine.answer_bounds`); each of these flags
+the tests it concerns with a finding that says so.
+
 A finding is evidence for a person, not a verdict: the test keeps the points its behaviour earned and
 is flagged for review (:func:`grader.engine.execute.reviewed`). Only the findings of
 :attr:`Reading.certain` (a direct call of an avoided function in the exercise's own answer cells) may
