@@ -64,6 +64,13 @@ def test_the_finding_says_which_cap_and_by_how_much():
     assert nesting_depth("# " + "-" * 70 + "\nx = --1\n") == 2  # a comment's rule is not a chain of minus signs
 
 
+@pytest.mark.parametrize("line", ["y = " + "- " * 9_000, "y = " + "-" * 19_000, "(" * 19_000, "not " * 4_900 + "x"])
+def test_the_caps_are_counted_in_one_pass_over_the_text(line):
+    start = time.perf_counter()
+    cell_over_caps(line)
+    assert time.perf_counter() - start < 2  # measured: under 0.07 s (a backtracking regex took 45 s)
+
+
 def test_every_cell_of_the_course_is_far_under_the_caps():
     for path in sorted(COURSE.glob("*.ipynb")):
         for cell in nbformat.read(str(path), as_version=4).cells:

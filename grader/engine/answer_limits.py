@@ -26,8 +26,27 @@ MAX_DEPTH = 40  # estimated nesting: brackets + indentation levels + a run of un
 MAX_STUDENT_CHARS = 200_000  # characters of all the student's cells of a notebook together
 
 OVER_CAPS = "code the grader cannot read: a cell too large or too deeply nested to read within the grader's limits"
-UNARY_RUN = re.compile(r"(?:[-+~]\s*|\bnot\s+){2,}(?=[\w(\[{.])")  # ends at an operand: not a "-----" rule
-ESCAPED = re.compile(r"^\s*(?:[!%]|\S.*\?\s*$)")
+TOKEN = re.compile(r"[-+~]|\bnot\b|\S")  # one token per position tried: a linear scan, no backtracking
+
+
+def _unary_run(line: str) -> int:
+    """The longest run of unary operators in ``line`` that ends at an operand (``- - -x``, ``not not (y)``);
+    a run that ends nowhere (a ``# -----`` rule, a docstring's underline) is not counted."""
+    longest = run = 0
+    for token in TOKEN.finditer(line):
+        text = token.group()
+        if text in ("-", "+", "~", "not"):
+            run += 1
+            continue
+        if text.isalnum() or text in "_([{.'\"":
+            longest = max(longest, run)
+        run = 0
+    return longest
+
+
+def _escaped(line: str) -> bool:
+    """Whether IPython rewrites ``line``: a shell or magic line (``!ls``, ``%time``) or a help request (``x?``)."""
+    return line.lstrip()[:1] in ("!", "%") or line.rstrip().endswith("?")
 
 
 def nesting_depth(source: str) -> int:
@@ -51,8 +70,7 @@ def nesting_depth(source: str) -> int:
                 deepest = max(deepest, max(brackets, 0) + len(indents) - 1)
             elif char in ")]}":
                 brackets -= 1
-        runs = [len(re.findall(r"[-+~]|not", run)) for run in UNARY_RUN.findall(line)]
-        deepest = max([deepest] + runs)
+        deepest = max(deepest, _unary_run(line))
     return deepest
 
 
@@ -63,7 +81,7 @@ def cell_over_caps(source: str) -> str | None:
     lines = source.splitlines()
     if len(lines) > MAX_CELL_LINES:
         return f"{len(lines):,} lines; at most {MAX_CELL_LINES:,}"
-    escaped = sum(1 for line in lines if ESCAPED.match(line))
+    escaped = sum(1 for line in lines if _escaped(line))
     if escaped > MAX_ESCAPED_LINES:
         return f"{escaped:,} shell, magic or help lines; at most {MAX_ESCAPED_LINES:,}"
     depth = nesting_depth(source)
