@@ -10,7 +10,10 @@ takes is measured here, on this machine, with no threshold in a test:
 - ``autograde --scheduler`` at an address where nothing listens: refused after the connect timeout
   (goal: < 30 s);
 - cleaning 30,000 nested ``<div>``s, displayed as HTML or written in a markdown answer (bleach took
-  55 s and 25 s; goal: < 1 s), and the slowest HTML under the limits (300,000 characters, 100 deep).
+  55 s and 25 s; goal: < 1 s), and the slowest HTML under the limits (300,000 characters, 100 deep);
+- reading a notebook's answers (``bounded_readings``, a child process per notebook): an honest course
+  notebook, a cell of 400 ``!`` lines (1,050 s before the caps; refused by them), and the slowest cell
+  found under the caps (a function nested 38 deep around a 17 KB list; the 60 s limit bounds ten of them).
 
 Medians of ``BENCH_REPEATS`` runs (default 3); nothing here starts a kernel.
 """
@@ -91,6 +94,29 @@ def _sanitize_seconds() -> dict[str, float]:
                 lambda: clean_html(deep_and_large))}
 
 
+def _reading_seconds() -> dict[str, float]:
+    import nbformat
+
+    from grader.engine.answer_bounds import bounded_readings
+    from grader.engine.answer_limits import MAX_CELL_CHARS
+
+    def roles(cell) -> str:
+        meta = cell.metadata.get("nbgrader", {})
+        return ("answer" if meta.get("solution") else "test" if meta.get("grade") and cell.cell_type == "code"
+                else "trusted" if cell.cell_type == "code" else "markdown")
+
+    honest = [(roles(c), c.source) for c in nbformat.read(str(ROOT / "course" / "01_tensors.ipynb"), as_version=4).cells]
+    test = ("test", "from grader.record import record\nrecord('f', f(1))")
+    shell = "def f(x):\n    return x\n" + "".join(f"!echo {'a' * 280} {i}\n" for i in range(400))
+    nested = ("".join("    " * i + f"def g{i}():\n" for i in range(38)) + "    " * 38 + "return ["
+              + ",".join(str(i) for i in range(3000))[:MAX_CELL_CHARS - 4000] + "]\ndef f(x):\n    return x\n")
+    return {"an honest notebook (01_tensors)": _median_seconds(lambda: bounded_readings(honest)),
+            "400 `!` lines in one cell, 10 tests (refused by the caps)": _median_seconds(
+                lambda: bounded_readings([("answer", shell)] + [test] * 10)),
+            "a function nested 38 deep around a 17 KB list, 10 tests (under the caps)": _median_seconds(
+                lambda: bounded_readings([("answer", nested)] + [test] * 10))}
+
+
 def main() -> str:
     from grader.engine.merge import MAX_CELLS, read_submission
 
@@ -101,6 +127,7 @@ def main() -> str:
     small, large = _merge_seconds(4_000), _merge_seconds(40_000)
     unreachable, said = _unreachable_seconds()
     cleaning = _sanitize_seconds()
+    reading = _reading_seconds()
     return "\n".join([
         "## Refusals and merging (moved here from the tests' wall-clock thresholds)",
         "",
@@ -108,6 +135,7 @@ def main() -> str:
         f"<!-- headline: merge 40,000 student cells | {large:.2f} s | < 20 s, linear -->",
         f"<!-- headline: refuse an unreachable Dask scheduler | {unreachable:.1f} s | < 30 s -->",
         f"<!-- headline: clean 30,000 nested divs (bleach: 55 s) | {max(list(cleaning.values())[:2]):.4f} s | < 1 s -->",
+        f"<!-- headline: read the slowest answer under the caps (before: 1,050 s) | {max(reading.values()):.1f} s | < 60 s -->",
         "| measure | seconds |",
         "| --- | ---: |",
         f"| read and refuse a submission of 20,000 cells (limit {MAX_CELLS}) | {refused:.3f} |",
@@ -115,6 +143,7 @@ def main() -> str:
         f"| merge 40,000 student cells | {large:.3f} |",
         f"| `autograde --scheduler` where nothing listens | {unreachable:.1f} |",
         *(f"| clean {what} | {seconds:.4f} |" for what, seconds in cleaning.items()),
+        *(f"| read {what} | {seconds:.2f} |" for what, seconds in reading.items()),
         "",
         f"Merging 10x the cells took {large / small:.1f}x the time (linear: about 10x). The 20,000-cell "
         f"file was {'refused: ' + why if cells is None else 'NOT refused'}. The scheduler: {said}.",

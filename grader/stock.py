@@ -34,7 +34,8 @@ from traitlets import Bool, Unicode
 
 from .authoring.coursedir import CourseDir
 from .authoring.invocation import command
-from .engine.answer_rules import REVIEW_PREFIX, REVIEW_REASON, review_note, test_cell_readings
+from .engine.answer_bounds import bounded_readings
+from .engine.answer_rules import REVIEW_PREFIX, REVIEW_REASON, review_note
 from .engine.course import is_test, nbgrader_meta
 from .engine.references import References, sha256_of
 from .engine.seal import course_key
@@ -138,7 +139,7 @@ class CheckRecords(Preprocessor):
                                "no graded test could be scored")
         references = self.references(Path(self.course_root), assignment, notebook)
         source = CourseDir(Path(self.course_root)).source(assignment) / f"{notebook}.ipynb"
-        read = test_cell_readings(self.roles(nb, nbformat.read(str(source), as_version=4)))
+        read = bounded_readings(self.roles(nb, nbformat.read(str(source), as_version=4)))
         reviews = resources.setdefault(REVIEWS, {})
         for index, cell in enumerate(nb.cells):
             if cell.cell_type == "code" and is_test(cell):

@@ -109,6 +109,18 @@ def test_a_stored_answer_is_cleaned_again_whatever_its_length():
     assert again != TOO_BIG and again.count("<em>emphasis</em>") == 300 and "\n" not in again
 
 
+def test_a_stored_answer_full_of_unclosed_math_tags_is_cleaned_in_linear_time():
+    """Issue 28 (4): each ``<math`` after the last ``</math>`` made the MathML search scan to the end:
+    120,000 characters of ``<math `` took 29 s. Measured now: under 0.05 s."""
+    import time
+
+    from grader.engine.allowlist import _BLOCK, markdown_html
+
+    start = time.perf_counter()
+    html = markdown_html(_BLOCK + "<math " * 20_000 + "$x$ <math>y</math>" + "<math " * 20_000)
+    assert time.perf_counter() - start < 5 and "<script" not in html
+
+
 def test_latex_is_shown_as_text_when_there_is_no_plain_text():
     assert safe_bundle({"text/latex": r"$\href{javascript:alert(1)}{x}$"}) == \
         {"text/plain": r"$\href{javascript:alert(1)}{x}$"}

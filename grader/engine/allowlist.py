@@ -130,7 +130,9 @@ def markdown_html(text: str) -> str:
 
     if text.startswith(_BLOCK) and "\n" not in text and "\r" not in text:  # markdown_cell's form: a stored
         # answer, one HTML block that a renderer copies; its formulas are MathML already
-        html = _MATH_ELEMENT.sub(lambda found: placeholder(mathml_rebuilt(found[0])), text)
+        # searched only up to the last </math>: past it every <math would scan to the end (quadratic)
+        end = text.rfind("</math>") + len("</math>") if "</math>" in text else 0
+        html = _MATH_ELEMENT.sub(lambda found: placeholder(mathml_rebuilt(found[0])), text[:end]) + text[end:]
     elif len(text) > MAX_MARKDOWN_CHARS:
         return TOO_BIG
     else:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .answer_source import Statement
 
-__all__ = ["d2lite_copies", "COPY_MIN_NODES"]
+__all__ = ["d2lite_copies", "use_d2lite_forms", "COPY_MIN_NODES"]
 
 COPY_MIN_NODES = 40
 
@@ -51,24 +51,39 @@ class _Canon(ast.NodeTransformer):
                                decorator_list=[], returns=None, type_comment=None)
 
 
+@functools.lru_cache(maxsize=1024)  # by node: a notebook's tests share its parsed statements
 def _canonical(function: ast.FunctionDef) -> tuple[str, int]:
+    """(canonical form, node count) of ``function``; each nested function is canonicalised on its own,
+    so a notebook costs its functions' sizes times their nesting depth once, not once per test."""
     tree = _Canon().visit(ast.parse(ast.unparse(function)).body[0])
     return ast.dump(tree), sum(1 for _ in ast.walk(tree))
 
 
-@functools.lru_cache(maxsize=1)
-def _d2lite_functions() -> tuple[tuple[str, str], ...]:
-    """(function name, canonical form) of every sizeable function in the installed d2lite."""
-    import d2lite
+_FORMS: list[tuple[tuple[str, str], ...]] = []  # computed once per process, or handed over by its parent
 
+
+def use_d2lite_forms(forms) -> None:
+    """Take d2lite's canonical forms as already computed (by the grading worker, for the child that reads:
+    :mod:`grader.engine.answer_bounds`), instead of computing them again (about 1 s)."""
+    _FORMS[:] = [tuple(tuple(pair) for pair in forms)]
+
+
+def _d2lite_functions() -> tuple[tuple[str, str], ...]:
+    """(function name, canonical form) of every sizeable function in the installed d2lite, read from its
+    files without importing it (importing d2lite imports torch: seconds in the process that reads)."""
+    import importlib.util
+
+    if _FORMS:
+        return _FORMS[0]
     found = []
-    for path in sorted(Path(d2lite.__file__).parent.glob("*.py")):
+    for path in sorted(Path(importlib.util.find_spec("d2lite").origin).parent.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.FunctionDef):
                 form, size = _canonical(node)
                 if size >= COPY_MIN_NODES:
                     found.append((node.name, form))
-    return tuple(found)
+    _FORMS[:] = [tuple(found)]
+    return _FORMS[0]
 
 
 def d2lite_copies(statement: Statement, words: set[str], own: set[str]) -> list[str]:

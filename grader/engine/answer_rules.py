@@ -35,6 +35,11 @@ reached statements:
   in the reached code also ``getattr`` with a name that is not a literal, ``sys``, ``inspect``,
   ``types`` and private attributes other than the answer's own (``self._modules``) and plain dunders.
 
+Reading is bounded: a student cell over the caps of :mod:`grader.engine.answer_limits` is not parsed,
+a ``RecursionError`` or parser error while reading is a finding, and the grading worker reads in a
+child process with a time and a memory limit (:mod:`grader.engine.answer_bounds`); each of these flags
+the tests it concerns with a finding that says so.
+
 A finding is evidence for a person, not a verdict: the test keeps the points its behaviour earned and
 is flagged for review (:func:`grader.engine.execute.reviewed`). Only the findings of
 :attr:`Reading.certain` (a direct call of an avoided function in the exercise's own answer cells) may
@@ -47,12 +52,13 @@ import re
 from dataclasses import dataclass, field
 
 from .answer_copies import d2lite_copies
+from .answer_limits import cells_over_caps
 from .answer_scope import (OPENING_DUNDERS, UNRESOLVABLE_MODULES, UNRESOLVABLE_NAMES, _selves, own_names,
                            shared_state, unresolvable)
 from .answer_source import Statement, cell_statements, reachable
 
 __all__ = ["Rules", "Reading", "declared_rules", "rule_problems", "answer_reading", "answer_problems",
-           "test_cell_readings", "test_cell_problems", "source_reason", "review_note", "REVIEW_REASON", "REVIEW_PREFIX",
+           "test_cell_readings", "exercises", "test_cell_problems", "source_reason", "review_note", "REVIEW_REASON", "REVIEW_PREFIX",
            "DYNAMIC_NAMES", "DYNAMIC_MODULES"]
 
 DYNAMIC_NAMES = UNRESOLVABLE_NAMES
@@ -307,7 +313,8 @@ def _direct_calls(statement: Statement, words: set[str]) -> list[str]:
 
 
 def answer_reading(cells: list[tuple[str, str]], answer_cells: list[int], test_cell: int,
-                   rules: Rules, parsed: dict[int, list[Statement] | None] | None = None) -> Reading:
+                   rules: Rules, parsed: dict[int, list[Statement] | None] | None = None,
+                   unread: dict[int, str] | None = None) -> Reading:
     """What the answer's code does that its exercise's rules rule out, or that the grader cannot read.
 
     cells: (role, source) for every cell of the merged notebook, role "answer"/"added" (student's),
@@ -319,12 +326,18 @@ def answer_reading(cells: list[tuple[str, str]], answer_cells: list[int], test_c
     resolved (:mod:`grader.engine.answer_scope`). A student cell that cannot be parsed is a finding.
 
     parsed: cell index -> its statements, filled as cells are read; shared by the readings of one notebook's
-    tests (:func:`test_cell_readings`) so that each cell is parsed once (nothing here changes a statement)."""
+    tests (:func:`test_cell_readings`) so that each cell is parsed once (nothing here changes a statement).
+    unread: cell index -> finding, for the student cells over the reading caps (default: computed here by
+    :func:`grader.engine.answer_limits.cells_over_caps`); they are not parsed, and the finding is reported."""
+    unread = cells_over_caps(cells[:test_cell]) if unread is None else unread
     statements: list[Statement] = []
     problems: list[str] = []
     for index, (role, source) in enumerate(cells[:test_cell]):
         if role in ("answer", "added", "trusted"):
             parsed = {} if parsed is None else parsed
+            if index in unread:  # over a cap: not parsed (:mod:`grader.engine.answer_limits`)
+                problems.append(unread[index])
+                continue
             if index not in parsed:
                 parsed[index] = cell_statements(source, index, role != "trusted")
             read = parsed[index]
@@ -381,19 +394,38 @@ def answer_problems(cells: list[tuple[str, str]], answer_cells: list[int], test_
     return answer_reading(cells, answer_cells, test_cell, rules).problems
 
 
-def test_cell_readings(cells: list[tuple[str, str]]) -> dict[int, tuple[list[int], Reading]]:
-    """For every test cell of a notebook given as (role, source) pairs (roles as in :func:`answer_reading`,
-    "markdown" for the rest): its exercise's answer cells (those since the previous exercise's tests) and
-    what the grader read in them."""
-    found, answers, after_test, parsed = {}, [], False, {}
-    for index, (kind, source) in enumerate(cells):
+def exercises(cells: list[tuple[str, str]]) -> dict[int, list[int]]:
+    """For every test cell (by index) of a notebook given as (role, source) pairs, its exercise's answer
+    cells: those since the previous exercise's tests. Read from the roles alone, nothing parsed."""
+    found, answers, after_test = {}, [], False
+    for index, (kind, _) in enumerate(cells):
         if kind == "answer":
             answers = [] if after_test else answers
             answers.append(index)
             after_test = False
         elif kind == "test":
             after_test = True
-            found[index] = (list(answers), answer_reading(cells, answers, index, declared_rules(source), parsed))
+            found[index] = list(answers)
+    return found
+
+
+UNREADABLE = "code the grader cannot read: source that made its reader fail ({error}) (cell {cell}, line 1)"
+
+
+def test_cell_readings(cells: list[tuple[str, str]]) -> dict[int, tuple[list[int], Reading]]:
+    """For every test cell of a notebook given as (role, source) pairs (roles as in :func:`answer_reading`,
+    "markdown" for the rest): its exercise's answer cells (:func:`exercises`) and what the grader read in
+    them. Student cells over the caps of :mod:`grader.engine.answer_limits` are not parsed; a reading that
+    fails all the same (``RecursionError`` in a rule, a parser's error) is a finding for that test, never
+    an error of the grading. Time and memory are bounded by the caller (:mod:`grader.engine.answer_bounds`)."""
+    found, parsed, unread = {}, {}, cells_over_caps(cells)
+    for index, answers in exercises(cells).items():
+        try:
+            reading = answer_reading(cells, answers, index, declared_rules(cells[index][1]), parsed, unread)
+        except (RecursionError, MemoryError, SyntaxError, ValueError) as error:  # parser and depth errors
+            reading = Reading([_quoted(cells, UNREADABLE.format(error=type(error).__name__,
+                                                                cell=(answers or [index])[0]))])
+        found[index] = (answers, reading)
     return found
 
 

@@ -8,7 +8,9 @@ and follows those names from an exercise's answer cells to every statement the a
 :mod:`grader.engine.answer_rules` judges what it finds.
 
 Cells are read the way IPython would run them (``TransformerManager``: magics become calls), so the
-text judged is the text that runs. A cell that does not parse runs nothing and binds nothing.
+text judged is the text that runs. A cell that does not parse runs nothing and binds nothing. Student
+cells over the caps of :mod:`grader.engine.answer_limits` never get here, and the grading worker runs the
+reading in a child process with a time and a memory limit (:mod:`grader.engine.answer_bounds`).
 """
 from __future__ import annotations
 
@@ -104,11 +106,11 @@ def cell_statements(source: str, cell: int, student: bool) -> list[Statement] | 
     try:
         code = python_source(source)
         tree = ast.parse(code)
+        texts = [ast.unparse(node) for node in tree.body]  # recurses as deep as the code nests
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     statements = []
-    for node in tree.body:
-        text = ast.unparse(node)
+    for node, text in zip(tree.body, texts):
         try:
             binds, uses = _names(symtable.symtable(text, f"<cell {cell}>", "exec"))
         except (SyntaxError, ValueError, RecursionError):

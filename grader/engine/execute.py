@@ -18,7 +18,8 @@ from pathlib import Path
 
 import nbformat
 
-from .answer_rules import REVIEW_REASON, Reading, review_note, source_reason, test_cell_readings
+from .answer_bounds import bounded_readings
+from .answer_rules import REVIEW_REASON, Reading, review_note, source_reason
 from .course import (asserts_only, cell_points, is_manual, is_task, is_test, nbgrader_meta, released_answer,
                      support_files_under)
 from .failures import raised_in_answer, visible_message
@@ -269,8 +270,9 @@ def _unchanged_answers(trusted: nbformat.NotebookNode, merged: Merged) -> set[st
 
 def source_readings(merged: Merged) -> dict[int, tuple[list[int], Reading]]:
     """For each graded test cell (by index), its exercise's answer cells and what the grader read there
-    (:mod:`grader.engine.answer_rules`); decided from text, in this process."""
-    return test_cell_readings([(role.kind if cell.cell_type == "code" else "markdown", cell.source)
+    (:mod:`grader.engine.answer_rules`); decided from text, in a child process with a time and a memory
+    limit (:mod:`grader.engine.answer_bounds`), no code of the student's run."""
+    return bounded_readings([(role.kind if cell.cell_type == "code" else "markdown", cell.source)
                                for role, cell in zip(merged.roles, merged.notebook.cells)])
 
 

@@ -1,0 +1,139 @@
+"""Reading a student's source is bounded: it asks a person, never stalls or crashes the grading (issue 28).
+
+The grader reads every answer's source in the grading worker (:mod:`grader.engine.answer_rules`). Before
+the caps of :mod:`grader.engine.answer_limits` and the child process of :mod:`grader.engine.answer_bounds`,
+400 ``!`` lines in one cell took 1,050 s of a worker, a function nested 98 deep around a 1.8 MB list
+700 s and 1.1 GB, and ``- - - ... 1`` 500 deep made the grading raise ``RecursionError``. Each is read
+here: every test after it is flagged for review (a finding; the test keeps the points its behaviour
+earned), in bounded time. The limits are safety nets far above what was measured (a few
+hundredths of a second in process, about 0.6 s through the child on a busy 2-core machine).
+An honest notebook is read exactly as in process, with no finding.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import grader.engine.answer_rules as answer_rules
+from grader.engine.answer_bounds import OVER_LIMITS, bounded_readings
+from grader.engine.answer_limits import (MAX_CELL_CHARS, MAX_DEPTH, MAX_ESCAPED_LINES, OVER_CAPS, cell_over_caps,
+                                         nesting_depth)
+
+COURSE = Path(__file__).resolve().parent.parent / "course"
+TEST = ("test", "from grader.record import record\nrecord('f', f(1))")
+HONEST = "def f(x):\n    return x + 1\n"
+
+SHELL_LINES = HONEST + "".join(f"!echo {'a' * 280} {i}\n" for i in range(400))  # 116 KB, 400 `!` lines
+NESTED = ("".join("    " * i + f"def g{i}():\n" for i in range(98)) + "    " * 98 + "return ["
+          + ",".join(str(i) for i in range(300_000)) + "]\n" + HONEST)  # 98 deep around a 1.8 MB list
+UNARY = HONEST + "y = " + "- " * 500 + "1\n"
+SHELL_UNDER_CAPS = HONEST + "".join(f"!echo {'a' * 370} {i}\n" for i in range(MAX_ESCAPED_LINES))[:MAX_CELL_CHARS - 30]
+CHAIN_UNDER_CAPS = "def f(x):\n    return (x\n" + "        + 1\n" * 495 + "    )\n"  # no cap sees a chain
+NESTED_UNDER_CAPS = ("".join("    " * i + f"def g{i}():\n" for i in range(MAX_DEPTH - 2)) + "    " * (MAX_DEPTH - 2)
+                     + "return [" + ",".join(str(i) for i in range(3000))[:MAX_CELL_CHARS - 4000] + "]\n" + HONEST)
+
+
+def notebook(answer: str, tests: int = 10, added: int = 0) -> list[tuple[str, str]]:
+    """(role, source) pairs: the answer cell, ``added`` student cells of the same text, ``tests`` tests."""
+    return [("trusted", "import torch"), ("answer", answer)] + [("added", answer)] * added + [TEST] * tests
+
+
+def flags(read: dict) -> list[list[str]]:
+    return [reading.problems for _, reading in read.values()]
+
+
+@pytest.mark.parametrize("source", [SHELL_LINES, NESTED, UNARY], ids=["400 shell lines", "98 deep, 1.8 MB", "500 minus"])
+def test_a_stalling_source_is_flagged_for_every_test_at_once_without_being_parsed(source, monkeypatch):
+    parsed = []
+    real = answer_rules.cell_statements
+    monkeypatch.setattr(answer_rules, "cell_statements", lambda text, *a: parsed.append(text) or real(text, *a))
+    start = time.perf_counter()
+    read = answer_rules.test_cell_readings(notebook(source))
+    assert time.perf_counter() - start < 10  # measured: under 0.05 s (1,050 s, 700 s or RecursionError before)
+    assert source not in parsed
+    assert all(len(problems) == 1 and problems[0].startswith(OVER_CAPS) for problems in flags(read))
+
+
+def test_the_finding_says_which_cap_and_by_how_much():
+    assert cell_over_caps(SHELL_LINES) == f"{len(SHELL_LINES):,} characters; at most {MAX_CELL_CHARS:,}"
+    assert cell_over_caps(HONEST * 10 + "!ls\n" * 51) == f"51 shell, magic or help lines; at most {MAX_ESCAPED_LINES}"
+    assert cell_over_caps(UNARY) == f"nested about 500 deep; at most {MAX_DEPTH}"
+    assert nesting_depth("# " + "-" * 70 + "\nx = --1\n") == 2  # a comment's rule is not a chain of minus signs
+
+
+@pytest.mark.parametrize("line", ["y = " + "- " * 9_000, "y = " + "-" * 19_000, "(" * 19_000, "not " * 4_900 + "x"])
+def test_the_caps_are_counted_in_one_pass_over_the_text(line):
+    start = time.perf_counter()
+    cell_over_caps(line)
+    assert time.perf_counter() - start < 2  # measured: under 0.07 s (a backtracking regex took 45 s)
+
+
+def test_every_cell_of_the_course_is_far_under_the_caps():
+    for path in sorted(COURSE.glob("*.ipynb")):
+        for cell in nbformat.read(str(path), as_version=4).cells:
+            if cell.cell_type == "code":
+                assert cell_over_caps(cell.source) is None, (path.name, cell.source[:80])
+                assert nesting_depth(cell.source) <= MAX_DEPTH // 4, (path.name, cell.source[:80])
+
+
+def test_a_recursion_error_while_reading_is_a_finding_not_a_crash():
+    read = answer_rules.test_cell_readings(notebook(CHAIN_UNDER_CAPS, tests=3))
+    assert cell_over_caps(CHAIN_UNDER_CAPS) is None
+    assert all(problems and problems[0].startswith("code the grader cannot read") for problems in flags(read))
+
+
+def test_under_the_caps_the_reading_process_is_stopped_at_its_time_limit():
+    cells = notebook(NESTED_UNDER_CAPS, tests=20, added=9)
+    assert all(cell_over_caps(source) is None for _, source in cells)
+    start = time.perf_counter()
+    read = bounded_readings(cells, timeout_s=2)  # in process, this notebook takes about 35 s
+    assert time.perf_counter() - start < 20
+    assert flags(read) == [[OVER_LIMITS.format(what="took longer than 2 s to read")]] * 20
+
+
+def test_the_reading_process_that_runs_out_of_memory_flags_every_test():
+    read = bounded_readings(notebook(SHELL_UNDER_CAPS, tests=3), memory_mb=40)
+    assert all(problems and problems[0].startswith("code the grader cannot read") for problems in flags(read))
+
+
+@pytest.mark.parametrize("name", ["01_tensors.ipynb", "02_autograd.ipynb"])
+def test_an_honest_notebook_reads_exactly_as_in_process_with_no_finding(name):
+    cells = [("answer" if cell.metadata.get("nbgrader", {}).get("solution") else
+              "test" if cell.metadata.get("nbgrader", {}).get("grade") and cell.cell_type == "code" else
+              "trusted" if cell.cell_type == "code" else "markdown", cell.source)
+             for cell in nbformat.read(str(COURSE / name), as_version=4).cells]
+    start = time.perf_counter()
+    read = bounded_readings(cells)
+    assert time.perf_counter() - start < 30  # measured: about 1 s
+    assert read == answer_rules.test_cell_readings(cells)
+    assert read and not any(flags(read))
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    """The fixture course graded by the real engine and sandbox: ann hands in the solution; deep hands in
+    the solution with ``y = - - ... 1`` 500 deep added to the answer of ``scale`` (it runs in a moment)."""
+    from classroom import answer_of, released_course, with_answer, write_inbox
+    from grader.intake.collect import collect
+    from grader.running.batch import autograde
+
+    base = tmp_path_factory.mktemp("bounds")
+    root = released_course(base / "course")
+    deep = with_answer("scale", answer_of("scale") + "\ny = " + "- " * 500 + "1\n")
+    collect(root, write_inbox(base / "inbox", {"ann": with_answer("scale", answer_of("scale")), "deep": deep}))
+    start = time.perf_counter()
+    outcomes = autograde(root, workers=2)
+    return {o.student: o for o in outcomes}, time.perf_counter() - start
+
+
+def test_a_stalling_student_beside_an_honest_one_is_flagged_and_keeps_the_points_its_behaviour_earned(batch):
+    outcomes, seconds = batch
+    assert seconds < 1200  # measured: about 110 s for the two (kernels, mostly) on a busy 2-core machine
+    ann, deep = outcomes["ann"], outcomes["deep"]
+    assert ann.score == 6 and not any(t.get("review") for t in ann.tests)
+    assert deep.score == 6, deep.tests
+    scale = next(t for t in deep.tests if t["grade_id"] == "test_scale")
+    assert scale["points"] == scale["max_points"] and "too large or too deeply nested" in scale["review"], scale
