@@ -18,6 +18,7 @@ differ on purpose, DELIBERATE names the row, both values and the reason (README)
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import nbformat
@@ -26,6 +27,8 @@ import pytest
 from classroom import stock_nbgrader
 from conformance_corpus import ASSIGNMENTS, COURSE_ID, FIXTURE, VARIANTS, submission, write_course
 from grader.cli import main
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "scripts"))  # scripts/compare_with_stock.py
 
 SECRET = "c0ffee" * 10 + "beef"
 WHEN = "2026-11-20 10:00:00.000000 UTC"
@@ -184,3 +187,23 @@ def test_the_corpus_exercises_what_it_claims(graded):
     assert row("solution", "essay", "why") == (None, None, 3.0, True)
     assert row("release", "essay", "why") == (0.0, None, 3.0, False)  # handed in as released: 0, nothing to read
     assert row("partly", "arith", "test_square")[0] == 0 and row("partly", "arith", "test_mean")[0] == 1
+
+
+def test_a_course_with_its_own_markers_is_graded_as_stock_nbgrader_grades_it(tmp_path):
+    """A course may set nbgrader's region markers in its nbgrader_config.py (ClearSolutions.begin_solution_delimeter,
+    ClearHiddenTests.begin_test_delimeter, ...). course-grader build used to ignore them: its release left the
+    model answers and the hidden tests in the students' copy. scripts/compare_with_stock.py grades the course
+    both ways (every variant of the corpus); the rows differ only where the corpus's do on purpose."""
+    from compare_with_stock import compare
+    from conformance_corpus import write_custom_course
+
+    found = compare(write_custom_course(tmp_path / "source"), "custom", tmp_path / "graded")
+    assert found["rows"] == len(VARIANTS) * 2
+    assert {key: rows[:2] for key, rows in found["differing"].items()} == {
+        ("notest", "custom", "test_cube"): ((None, None, 2.0, True), (2.0, None, 2.0, False)),  # TEST_RESTORED
+        ("reordered", "custom", "test_cube"): ((0.0, None, 2.0, False), (2.0, None, 2.0, False))}  # ORDER_RESTORED
+    assert not found["our_warnings"]
+    released = (tmp_path / "graded" / "course" / "release" / "custom" / "custom.ipynb").read_text()
+    assert "x ** 3" not in released and "-27" not in released and "raise NotImplementedError" in released
+    solution = nbformat.read(tmp_path / "graded" / "course" / "autograded" / "solution" / "custom" / "custom.ipynb", 4)
+    assert solution.cells[-1].source.count("x ** 3") == 1
