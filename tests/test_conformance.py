@@ -207,3 +207,19 @@ def test_a_course_with_its_own_markers_is_graded_as_stock_nbgrader_grades_it(tmp
     assert "x ** 3" not in released and "-27" not in released and "raise NotImplementedError" in released
     solution = nbformat.read(tmp_path / "graded" / "course" / "autograded" / "solution" / "custom" / "custom.ipynb", 4)
     assert solution.cells[-1].source.count("x ** 3") == 1
+
+
+def test_a_course_notebook_without_cell_ids_merges_without_a_warning():
+    """Public courses' notebooks are often nbformat 4.0-4.4, without cell ids. The graded notebook course-grader
+    assembles is nbformat 4.5: its cells copied from such a course notebook had no id, and nbformat printed a
+    MissingIDFieldWarning into autograde's progress output for every submission."""
+    import warnings
+
+    from conformance_corpus import essay
+    from grader.engine.merge import merge
+
+    source = essay()
+    assert source.nbformat_minor == 4 and not any("id" in cell for cell in source.cells)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nbformat.validate(merge(source, None).notebook)
