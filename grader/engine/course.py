@@ -25,7 +25,7 @@ __all__ = [
     "header_points", "test_points", "structure_problems", "stub", "cell_points", "is_support_file",
     "support_files_under", "safe_relative_name",
     "strip_hidden", "HIDDEN_NOTE", "HIDDEN_BEGIN", "HIDDEN_END", "SOLUTION_BEGIN", "SOLUTION_END", "MARKERS",
-    "without_hidden", "stub_source", "released_answer", "ends_with_expression", "asserts_only",
+    "without_hidden", "stub_source", "released_answer", "ends_with_expression", "ends_with_a_number", "asserts_only",
 ]
 
 HEADER_POINTS = re.compile(r"^\s*\**\s*Total points\s*:\s*\**\s*([0-9]+(?:\.[0-9]+)?)", re.M)
@@ -311,6 +311,21 @@ def ends_with_expression(source: str) -> bool:
     return not (is_print or is_docstring_only)
 
 
+def ends_with_a_number(source: str) -> bool:
+    """:func:`ends_with_expression`, less the endings whose value is never a number, which stock nbgrader's
+    ``determine_grade`` would read as partial credit: a comparison or ``not`` (``True``/``False``, or an array
+    of them, does not parse as a float) and a call of an ``assert...`` function (``assert_allclose``, nose's
+    ``assert_equal``: they return None, so nothing is shown)."""
+    if not ends_with_expression(source):
+        return False
+    value = ast.parse(source).body[-1].value
+    if isinstance(value, (ast.Compare, ast.BoolOp)) or (isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not)):
+        return False
+    func = value.func if isinstance(value, ast.Call) else None
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    return not name.startswith("assert")
+
+
 def structure_problems(nb: NotebookNode, header_required: bool = True) -> list[str]:
     """Gate (e) and the exercise layout: ids unique, points add up, every exercise well formed. The header's
     ``Total points: N`` is this course's convention: without ``header_required`` (a course brought in from
@@ -330,7 +345,7 @@ def structure_problems(nb: NotebookNode, header_required: bool = True) -> list[s
             seen[grade_id] = index
         if is_test(cell) and not cell_points(cell) > 0:
             problems.append(f"graded test cell {grade_id!r} is worth no points")
-        if is_test(cell) and (ends_with_expression(cell.source) or ends_with_expression(strip_hidden(cell.source))):
+        if is_test(cell) and (ends_with_a_number(cell.source) or ends_with_a_number(strip_hidden(cell.source))):
             problems.append(f"graded test cell {grade_id!r} ends with an expression: its value is shown "
                             "as the cell's output, and stock nbgrader takes a number there as the cell's "
                             "score (partial credit); end the cell with a statement, e.g. a print()")
