@@ -223,3 +223,21 @@ def test_a_course_notebook_without_cell_ids_merges_without_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         nbformat.validate(merge(source, None).notebook)
+
+
+def test_a_marker_nbgrader_does_not_read_is_warned_of():
+    """nbgrader finds a region by the exact words of its markers: a test written under `### BEGIN HIDDEN TEST`
+    (one letter short) or `# begin hidden tests` is released to every student. The gate warns of such lines
+    (and of none of the spellings nbgrader reads)."""
+    from conformance_corpus import arith, test
+    from grader.engine.course import marker_typos
+
+    assert marker_typos(arith()) == []
+    nb = arith()
+    nb.cells += [test("typo1", "assert square(1) == 1\n### BEGIN HIDDEN TEST\nassert square(7) == 49\n"
+                               "### END HIDDEN TEST", 1),
+                 test("typo2", "# begin hidden tests\nassert square(8) == 64\n# end hidden tests", 1),
+                 test("fine", "# the end of the hidden part is below\n###BEGIN HIDDEN TESTS\nassert 1\n"
+                              "###END HIDDEN TESTS", 1)]
+    found = marker_typos(nb)
+    assert [line.split(":")[0] for line in found] == ["typo1", "typo1", "typo2", "typo2"], found

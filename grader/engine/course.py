@@ -25,7 +25,7 @@ __all__ = [
     "header_points", "test_points", "structure_problems", "stub", "cell_points", "is_support_file",
     "support_files_under", "safe_relative_name",
     "strip_hidden", "HIDDEN_NOTE", "HIDDEN_BEGIN", "HIDDEN_END", "SOLUTION_BEGIN", "SOLUTION_END", "MARKERS",
-    "without_hidden", "stub_source", "released_answer", "ends_with_expression", "ends_with_a_number", "asserts_only",
+    "without_hidden", "stub_source", "released_answer", "ends_with_expression", "ends_with_a_number", "marker_typos", "asserts_only",
 ]
 
 HEADER_POINTS = re.compile(r"^\s*\**\s*Total points\s*:\s*\**\s*([0-9]+(?:\.[0-9]+)?)", re.M)
@@ -294,6 +294,24 @@ def strip_hidden(source: str) -> str:
         elif not inside:
             lines.append(line)
     return "\n".join(lines)
+
+
+_NEAR_MARKER = re.compile(r"^\s*#.*(\b(begin|end|start|stop)[\s_-]*(hidden|solution)|"
+                          r"\b(hidden[\s_-]*tests?|solution)[\s_-]*(begin|end|start|stop)\b)", re.I)
+
+
+def marker_typos(nb: NotebookNode) -> list[str]:
+    """Comment lines of nbgrader cells that look like a region marker but are none to nbgrader, which finds a
+    marker by its exact words (``BEGIN HIDDEN TESTS``; ``### BEGIN HIDDEN TEST`` or ``# begin hidden tests`` is
+    an ordinary comment): the tests under such a line are released to students as they are."""
+    found = []
+    for cell in nb.cells:
+        if not nbgrader_meta(cell):
+            continue
+        for line in cell.source.splitlines():
+            if _NEAR_MARKER.match(line) and not any(marker in line for marker in MARKERS):
+                found.append(f"{nbgrader_meta(cell).get('grade_id', '?')}: {line.strip()[:80]!r}")
+    return found
 
 
 def ends_with_expression(source: str) -> bool:

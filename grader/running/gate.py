@@ -177,6 +177,11 @@ def _structure_check(path: Path, report: GateReport, allow_asserts: bool = False
         report.add("kernel's word", True, kernel_word_hint(source.cells) + ("" if allow_asserts else
                    "\n  (or, for an nbgrader course brought in as it is, run the gate with --allow-asserts)"))
     report.add("who decides", True, who_decides(source.cells))
+    if nbs.marker_typos(source):
+        report.add("markers", True, "warning: lines that look like nbgrader's region markers but are none to "
+                   "nbgrader (it reads `### BEGIN HIDDEN TESTS`, `### END HIDDEN TESTS`, `### BEGIN SOLUTION`, "
+                   "`### END SOLUTION` exactly), so what they mark is released as it is: "
+                   + "; ".join(nbs.marker_typos(source)))
     if nbs.manual_points(source):
         manual = manual_cell_problems(source)
         report.add("m", not manual, "; ".join(manual) or f"{nbs.manual_points(source):g} points graded by hand: "
