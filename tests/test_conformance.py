@@ -241,3 +241,21 @@ def test_a_marker_nbgrader_does_not_read_is_warned_of():
                               "###END HIDDEN TESTS", 1)]
     found = marker_typos(nb)
     assert [line.split(":")[0] for line in found] == ["typo1", "typo1", "typo2", "typo2"], found
+
+
+def test_zero_point_cells_of_an_nbgrader_course_pass_the_gate_with_allow_asserts():
+    """nbgrader allows a 0-point test (a check the student runs for nothing: the corpus's test_total_free) and a
+    0-point hand-graded answer; the gate (e, m) refused both even for a course brought in with --allow-asserts,
+    which keeps nbgrader's rules. This course's own notebooks still need points."""
+    from conformance_corpus import essay, loading, meta
+    from grader.authoring.manual_cells import manual_cell_problems
+    from grader.engine.course import structure_problems
+
+    assert structure_problems(loading(), header_required=False) == []
+    assert any("worth no points" in p for p in structure_problems(loading()))
+    nb = essay()
+    nb.cells.append(nbformat.v4.new_markdown_cell("Anything to add? (not graded)"))
+    nb.cells.append(nbformat.v4.new_markdown_cell("Nothing.", metadata=meta("extra", solution=True, grade=True,
+                                                                                 points=0)))
+    assert manual_cell_problems(nb, zero_points_ok=True) == []
+    assert [p for p in manual_cell_problems(nb) if "worth no points" in p]

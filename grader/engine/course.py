@@ -346,8 +346,9 @@ def ends_with_a_number(source: str) -> bool:
 
 def structure_problems(nb: NotebookNode, header_required: bool = True) -> list[str]:
     """Gate (e) and the exercise layout: ids unique, points add up, every exercise well formed. The header's
-    ``Total points: N`` is this course's convention: without ``header_required`` (a course brought in from
-    nbgrader) a notebook may leave it out, but a header it has must add up."""
+    ``Total points: N`` and a point for every test are this course's conventions: without ``header_required``
+    (a course brought in from nbgrader) a notebook may leave the header out and have 0-point tests (a check
+    the student runs for nothing, as nbgrader allows), but a header it has must add up."""
     problems = []
     seen: dict[str, int] = {}
     for index, cell in enumerate(nb.cells):
@@ -361,7 +362,7 @@ def structure_problems(nb: NotebookNode, header_required: bool = True) -> list[s
             problems.append(f"grade_id {grade_id!r} is used by cells {seen[grade_id]} and {index}")
         else:
             seen[grade_id] = index
-        if is_test(cell) and not cell_points(cell) > 0:
+        if is_test(cell) and not cell_points(cell) > 0 and header_required:
             problems.append(f"graded test cell {grade_id!r} is worth no points")
         if is_test(cell) and (ends_with_a_number(cell.source) or ends_with_a_number(strip_hidden(cell.source))):
             problems.append(f"graded test cell {grade_id!r} ends with an expression: its value is shown "

@@ -183,7 +183,7 @@ def _structure_check(path: Path, report: GateReport, allow_asserts: bool = False
                    "`### END SOLUTION` exactly), so what they mark is released as it is: "
                    + "; ".join(nbs.marker_typos(source)))
     if nbs.manual_points(source):
-        manual = manual_cell_problems(source)
+        manual = manual_cell_problems(source, zero_points_ok=allow_asserts)
         report.add("m", not manual, "; ".join(manual) or f"{nbs.manual_points(source):g} points graded by hand: "
                    "each answer has a question, a model answer and points")
     return source
