@@ -259,3 +259,16 @@ def test_zero_point_cells_of_an_nbgrader_course_pass_the_gate_with_allow_asserts
                                                                                  points=0)))
     assert manual_cell_problems(nb, zero_points_ok=True) == []
     assert [p for p in manual_cell_problems(nb) if "worth no points" in p]
+
+
+def test_a_course_stub_build_does_not_take_is_said(tmp_path):
+    """A course's own ClearSolutions.code_stub / text_stub is not taken by build (its students get nbgrader's
+    default stub): build says so, unless the course sets nbgrader's default (as feldlime's course does)."""
+    from grader.authoring.nbcourse import config_literals
+
+    config = tmp_path / "nbgrader_config.py"
+    config.write_text(CONFIG_DEFAULT_STUB := "c = get_config()\n"
+                      "c.ClearSolutions.code_stub = {'python': '# YOUR CODE HERE\\nraise NotImplementedError()'}\n")
+    assert config_literals(config) == ({}, [])
+    config.write_text(CONFIG_DEFAULT_STUB + "c.ClearSolutions.text_stub = 'Write here'\n")
+    assert ["text_stub" in sentence for sentence in config_literals(config)[1]] == [True]

@@ -33,6 +33,7 @@ DELIMITER_KEYS = ("ClearSolutions.begin_solution_delimeter", "ClearSolutions.end
                   "ClearHiddenTests.begin_test_delimeter", "ClearHiddenTests.end_test_delimeter")
 CONFIG_KEYS = ("CourseDirectory.course_id", "IncludeHeaderFooter.header", "IncludeHeaderFooter.footer",
                *DELIMITER_KEYS)
+STUB_KEYS = ("ClearSolutions.code_stub", "ClearSolutions.text_stub")  # not taken: said when not the default
 SKIPPED = {".ipynb_checkpoints", "__pycache__"}
 
 
@@ -64,6 +65,9 @@ def config_literals(path: Path) -> tuple[dict[str, str], list[str]]:
             continue
         for target in node.targets:
             name = _dotted(target)
+            if name is not None and name.startswith("c.") and name[2:] in STUB_KEYS and _not_default_stub(name[2:], node.value):
+                unread.append(f"{path}, line {node.lineno}: build does not take {name}; the students' copy gets "
+                              "nbgrader's default stub")
             if name is None or not name.startswith("c.") or name[2:] not in CONFIG_KEYS:
                 continue
             if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
@@ -72,6 +76,18 @@ def config_literals(path: Path) -> tuple[dict[str, str], list[str]]:
                 unread.append(f"{path}, line {node.lineno}: {name} is not a plain string, so build did not take it "
                               "(build does not run the file); write it as a string, or pass it to build")
     return found, unread
+
+
+def _not_default_stub(key: str, value: ast.AST) -> bool:
+    """Whether the stub a course sets differs from nbgrader's default (or cannot be read without running)."""
+    from nbgrader.preprocessors import ClearSolutions
+
+    try:
+        given = ast.literal_eval(value)
+    except ValueError:
+        return True
+    default = ClearSolutions.class_traits()[key.split(".")[1]].default()
+    return given != default and not (isinstance(given, dict) and given.get("python") == default.get("python"))
 
 
 def _dotted(node: ast.AST) -> str | None:
