@@ -272,3 +272,19 @@ def test_a_course_stub_build_does_not_take_is_said(tmp_path):
     assert config_literals(config) == ({}, [])
     config.write_text(CONFIG_DEFAULT_STUB + "c.ClearSolutions.text_stub = 'Write here'\n")
     assert ["text_stub" in sentence for sentence in config_literals(config)[1]] == [True]
+
+
+def test_the_gate_reads_a_course_notebook_without_cell_ids_without_a_warning():
+    """The gate's stub walk-through and its reading of model answers put a cell of the course notebook into a new
+    (nbformat 4.5) notebook: for a 4.4 notebook, without ids, nbformat printed a MissingIDFieldWarning into
+    `check`'s output."""
+    import warnings
+
+    from conformance_corpus import essay
+    from grader.authoring.manual_cells import manual_cell_problems
+    from grader.engine.variants import stubbed_walkthrough
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert manual_cell_problems(essay()) == []
+        assert "max(lo, min(x, hi))" not in str(stubbed_walkthrough(essay()).cells[:3])

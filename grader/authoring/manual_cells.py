@@ -28,7 +28,9 @@ CODE_STUB_LINES = {*nbs.CODE_STUB.splitlines(), "raise NotImplementedError"}
 
 def _model_answer(cell) -> str:
     """The solution text: inside the solution markers when there are any, else the whole cell."""
-    return "\n".join(solution_lines(nbformat.v4.new_notebook(cells=[cell]))).strip()
+    holder = nbformat.v4.new_notebook()  # cells set after: new_notebook's check wants cell ids (nbformat 4.5)
+    holder.cells = [cell]
+    return "\n".join(solution_lines(holder)).strip()
 
 
 def _released_prompt(cell) -> str:
