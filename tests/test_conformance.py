@@ -288,3 +288,20 @@ def test_the_gate_reads_a_course_notebook_without_cell_ids_without_a_warning():
         warnings.simplefilter("error")
         assert manual_cell_problems(essay()) == []
         assert "max(lo, min(x, hi))" not in str(stubbed_walkthrough(essay()).cells[:3])
+
+
+def test_a_solution_line_the_course_also_hands_out_is_no_leak():
+    """219project/num_meth_nbgrader's LU gives a naive LU factorisation in a locked code cell and asks for the
+    pivoted one: the solution repeats lines of the given code (`u = a.copy()`), which the gate (d) took for a
+    solution leaked into the release. A solution line in a hint (markdown) is still one."""
+    from conformance_corpus import answer, notebook, plain
+    from grader.engine.course import stub
+    from grader.running.gate import leaks
+
+    given = "def naive(a):\n    u = a.copy()\n    return u"
+    source = notebook([plain("given", given), answer("pivoted", "def pivoted(a):\n    ### BEGIN SOLUTION\n"
+                                                                "    u = a.copy()\n    return u[::-1]\n"
+                                                                "    ### END SOLUTION")])
+    assert leaks(source, stub(source)) == []
+    source.cells.insert(1, nbformat.v4.new_markdown_cell("Hint, the last line:\n\n    return u[::-1]"))
+    assert leaks(source, stub(source)) == ["solution line in the release: 'return u[::-1]'"]

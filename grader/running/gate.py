@@ -83,7 +83,9 @@ def _substantial(line: str) -> bool:
 def leaks(source: nbs.NotebookNode, released: nbs.NotebookNode) -> list[str]:
     """Gate (d): solution lines, hidden-test-only lines or nbgrader markers found in the release.
 
-    A solution line counts wherever it appears (a hint that spells out the answer is a leak); a
+    A solution line counts wherever it appears (a hint that spells out the answer is a leak), unless the
+    course's own code cells outside the solutions hand it out too (a given version the exercise extends:
+    ``u = a.copy()`` in a naive LU the student turns into a pivoted one); a
     hidden test line counts only if the visible part of the source does not have it too (hidden
     tests often repeat a visible call on fresh inputs).
     """
@@ -95,8 +97,10 @@ def leaks(source: nbs.NotebookNode, released: nbs.NotebookNode) -> list[str]:
             found.append(f"the marker {marker!r} is in the release")
     visible = {line.strip() for cell in nbs.stub(source).cells
                for line in nbs.strip_hidden(cell.source).splitlines()}
+    given = {line.strip() for cell in source.cells if cell.cell_type == "code" and not nbs.is_solution(cell)
+             for line in nbs.strip_hidden(cell.source).splitlines()}  # code the course hands out as it is
     for line in dict.fromkeys(l.strip() for l in variants.solution_lines(source) if _substantial(l)):
-        if line in released_lines:
+        if line in released_lines and line not in given:
             found.append(f"solution line in the release: {line[:100]!r}")
     for line in dict.fromkeys(l.strip() for l in variants.hidden_test_lines(source) if _substantial(l)):
         if line in released_lines and line not in visible:
