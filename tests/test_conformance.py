@@ -305,3 +305,19 @@ def test_a_solution_line_the_course_also_hands_out_is_no_leak():
     assert leaks(source, stub(source)) == []
     source.cells.insert(1, nbformat.v4.new_markdown_cell("Hint, the last line:\n\n    return u[::-1]"))
     assert leaks(source, stub(source)) == ["solution line in the release: 'return u[::-1]'"]
+
+
+def test_a_cell_of_no_nbgrader_kind_needs_no_grade_id():
+    """`nbgrader update` (which nbgrader's own demo course, jhamrick/nbgrader-demo, needs) gives every plain cell
+    nbgrader metadata with grade, solution and locked all false and no grade_id; nbgrader's validator asks a
+    grade_id only of a grade, solution or locked cell. The gate (e) refused each such cell."""
+    from conformance_corpus import arith
+    from grader.engine.course import structure_problems
+
+    nb = arith()
+    for cell in nb.cells:
+        cell.metadata.setdefault("nbgrader", {"grade": False, "locked": False, "schema_version": 3,
+                                              "solution": False})
+    assert structure_problems(nb, header_required=False) == []
+    nb.cells[1].metadata.nbgrader["locked"] = True
+    assert structure_problems(nb, header_required=False) == ["cell 1 has nbgrader metadata but no grade_id"]

@@ -353,8 +353,8 @@ def structure_problems(nb: NotebookNode, header_required: bool = True) -> list[s
     seen: dict[str, int] = {}
     for index, cell in enumerate(nb.cells):
         meta = nbgrader_meta(cell)
-        if not meta:
-            continue
+        if not any(meta.get(flag) for flag in ("grade", "solution", "locked", "task")):
+            continue  # an nbgrader cell of no kind (`nbgrader update` writes them): nbgrader wants no grade_id there
         grade_id = meta.get("grade_id")
         if not grade_id:
             problems.append(f"cell {index} has nbgrader metadata but no grade_id")
