@@ -90,8 +90,7 @@ def prepare(course: Path, assignment: str, base: Path) -> tuple[Path, Path, Path
         if layout.header:
             shutil.copyfile(layout.header, folder / "header.ipynb")
     (stock / "nbgrader_config.py").write_text(course_config(course_id, bool(layout.header), settings))
-    (ours / "nbgrader_config.py").write_text(course_config(course_id, False, settings).replace(
-        "c.CourseDirectory.course_id", "c.CourseDirectory.course_id", 1))
+    (ours / "nbgrader_config.py").write_text(course_config(course_id, False, settings))  # header.ipynb beside
     run([sys.executable, "-c", NBGRADER, "generate_assignment", assignment, "--force"], stock, clean_env())
     return stock, ours, base / "exchange"
 
