@@ -191,8 +191,8 @@ def test_the_corpus_exercises_what_it_claims(graded):
 
 def test_a_course_with_its_own_markers_is_graded_as_stock_nbgrader_grades_it(tmp_path):
     """A course may set nbgrader's region markers in its nbgrader_config.py (ClearSolutions.begin_solution_delimeter,
-    ClearHiddenTests.begin_test_delimeter, ...). course-grader build used to ignore them: its release left the
-    model answers and the hidden tests in the students' copy. scripts/compare_with_stock.py grades the course
+    ClearHiddenTests.begin_test_delimeter, ...). course-grader build used to ignore them: its release (nbgrader's
+    default markers) left the hidden tests in the students' copy and stubbed each solution cell whole. scripts/compare_with_stock.py grades the course
     both ways (every variant of the corpus); the rows differ only where the corpus's do on purpose."""
     from compare_with_stock import compare
     from conformance_corpus import write_custom_course
