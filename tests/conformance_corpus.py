@@ -139,6 +139,35 @@ def essay():
     ], minor=4)
 
 
+# A course of its own that sets nbgrader's region markers in its nbgrader_config.py, as nbgrader lets a course do
+# (ClearSolutions.begin_solution_delimeter, ClearHiddenTests.begin_test_delimeter, ...): graded by stock nbgrader
+# and course-grader in tests/test_conformance.py through scripts/compare_with_stock.py.
+CUSTOM_MARKERS = {"ClearSolutions.begin_solution_delimeter": "BEGIN ANSWER",
+                  "ClearSolutions.end_solution_delimeter": "END ANSWER",
+                  "ClearHiddenTests.begin_test_delimeter": "BEGIN SECRET TESTS",
+                  "ClearHiddenTests.end_test_delimeter": "END SECRET TESTS"}
+
+
+def custom():
+    return notebook([
+        text("custom-text", "**1.** `cube(x)` returns `x` to the third power."),
+        answer("cube", 'def cube(x):\n    """x cubed."""\n    ## BEGIN ANSWER\n    return x ** 3\n    ## END ANSWER'),
+        test("test_cube", "assert cube(2) == 8\n## BEGIN SECRET TESTS\nassert cube(-3) == -27\n"
+                          "## END SECRET TESTS", 2),
+        new_code_cell("def explain(x):\n    ## BEGIN ANSWER\n    return f'{x} cubed is {x ** 3}'\n    ## END ANSWER",
+                      metadata=meta("explain", solution=True, grade=True, points=1), id="explain"),
+    ])
+
+
+def write_custom_course(dest: Path) -> Path:
+    """A course folder with the assignment ``custom`` whose markers are the course's own (CUSTOM_MARKERS)."""
+    (dest / "custom").mkdir(parents=True)
+    nbformat.write(custom(), dest / "custom" / "custom.ipynb")
+    settings = "".join(f"c.{key} = {value!r}\n" for key, value in CUSTOM_MARKERS.items())
+    (dest / "nbgrader_config.py").write_text(CONFIG + settings, encoding="utf-8")
+    return dest
+
+
 ASSIGNMENTS = {"arith": {"arith.ipynb": arith}, "loading": {"loading.ipynb": loading},
                "essay": {"essay.ipynb": essay}}
 DATA = {"loading": {"measurements/values.csv": VALUES}}
@@ -204,12 +233,13 @@ def submission(variant: str, released, source_nb):
         if gid(cell) in answers:
             cell.source = answers[gid(cell)]
     first = {r: next((i for i, c in enumerate(nb.cells) if role(c) == r), None) for r in ("answer", "test")}
-    if variant == "partly":
-        wrong = next(i for i, c in enumerate(nb.cells) if gid(c) in WRONG)
-        nb.cells[wrong].source = WRONG[gid(nb.cells[wrong])]
-    elif variant == "noanswer":
+    if variant == "partly":  # a WRONG answer, else (another course) the first answer left as released
+        wrong = next((i for i, c in enumerate(nb.cells) if gid(c) in WRONG), first["answer"])
+        if wrong is not None:
+            nb.cells[wrong].source = WRONG.get(gid(nb.cells[wrong]), released.cells[wrong].source)
+    elif variant == "noanswer" and first["answer"] is not None:
         del nb.cells[first["answer"]]
-    elif variant == "notest":
+    elif variant == "notest" and first["test"] is not None:
         del nb.cells[first["test"]]
     elif variant == "edited":
         for cell in nb.cells:
@@ -218,10 +248,10 @@ def submission(variant: str, released, source_nb):
             elif cell.cell_type == "code" and not cell.metadata.get("nbgrader") and "import" in cell.source:
                 cell.source += "\nimport statistics  # the student's own import"
     elif variant == "added":
-        at = first["answer"] + 1
+        at = (first["answer"] if first["answer"] is not None else len(nb.cells) - 1) + 1
         nb.cells[at:at] = [nbformat.v4.new_markdown_cell("My notes: trying it out."),
                            nbformat.v4.new_code_cell("scratch = [1, 2, 3]\nprint(scratch)")]
-    elif variant == "reordered":
+    elif variant == "reordered" and first["answer"] is not None:
         nb.cells.append(nb.cells.pop(first["answer"]))
     ran(nb)
     if variant == "cleared":

@@ -18,6 +18,7 @@ differ on purpose, DELIBERATE names the row, both values and the reason (README)
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import nbformat
@@ -26,6 +27,8 @@ import pytest
 from classroom import stock_nbgrader
 from conformance_corpus import ASSIGNMENTS, COURSE_ID, FIXTURE, VARIANTS, submission, write_course
 from grader.cli import main
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "scripts"))  # scripts/compare_with_stock.py
 
 SECRET = "c0ffee" * 10 + "beef"
 WHEN = "2026-11-20 10:00:00.000000 UTC"
@@ -184,3 +187,137 @@ def test_the_corpus_exercises_what_it_claims(graded):
     assert row("solution", "essay", "why") == (None, None, 3.0, True)
     assert row("release", "essay", "why") == (0.0, None, 3.0, False)  # handed in as released: 0, nothing to read
     assert row("partly", "arith", "test_square")[0] == 0 and row("partly", "arith", "test_mean")[0] == 1
+
+
+def test_a_course_with_its_own_markers_is_graded_as_stock_nbgrader_grades_it(tmp_path):
+    """A course may set nbgrader's region markers in its nbgrader_config.py (ClearSolutions.begin_solution_delimeter,
+    ClearHiddenTests.begin_test_delimeter, ...). course-grader build used to ignore them: its release (nbgrader's
+    default markers) left the hidden tests in the students' copy and stubbed each solution cell whole. scripts/compare_with_stock.py grades the course
+    both ways (every variant of the corpus); the rows differ only where the corpus's do on purpose."""
+    from compare_with_stock import compare
+    from conformance_corpus import write_custom_course
+
+    found = compare(write_custom_course(tmp_path / "source"), "custom", tmp_path / "graded")
+    assert found["rows"] == len(VARIANTS) * 2
+    assert {key: rows[:2] for key, rows in found["differing"].items()} == {
+        ("notest", "custom", "test_cube"): ((None, None, 2.0, True), (2.0, None, 2.0, False)),  # TEST_RESTORED
+        ("reordered", "custom", "test_cube"): ((0.0, None, 2.0, False), (2.0, None, 2.0, False))}  # ORDER_RESTORED
+    assert not found["our_warnings"]
+    released = (tmp_path / "graded" / "course" / "release" / "custom" / "custom.ipynb").read_text()
+    assert "x ** 3" not in released and "-27" not in released and "raise NotImplementedError" in released
+    solution = nbformat.read(tmp_path / "graded" / "course" / "autograded" / "solution" / "custom" / "custom.ipynb", 4)
+    assert solution.cells[-1].source.count("x ** 3") == 1
+
+
+def test_a_course_notebook_without_cell_ids_merges_without_a_warning():
+    """Public courses' notebooks are often nbformat 4.0-4.4, without cell ids. The graded notebook course-grader
+    assembles is nbformat 4.5: its cells copied from such a course notebook had no id, and nbformat printed a
+    MissingIDFieldWarning into autograde's progress output for every submission."""
+    import warnings
+
+    from conformance_corpus import essay
+    from grader.engine.merge import merge
+
+    source = essay()
+    assert source.nbformat_minor == 4 and not any("id" in cell for cell in source.cells)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nbformat.validate(merge(source, None).notebook)
+
+
+def test_a_marker_nbgrader_does_not_read_is_warned_of():
+    """nbgrader finds a region by the exact words of its markers: a test written under `### BEGIN HIDDEN TEST`
+    (one letter short) or `# begin hidden tests` is released to every student. The gate warns of such lines
+    (and of none of the spellings nbgrader reads)."""
+    from conformance_corpus import arith, test
+    from grader.engine.course import marker_typos
+
+    assert marker_typos(arith()) == []
+    nb = arith()
+    nb.cells += [test("typo1", "assert square(1) == 1\n### BEGIN HIDDEN TEST\nassert square(7) == 49\n"
+                               "### END HIDDEN TEST", 1),
+                 test("typo2", "# begin hidden tests\nassert square(8) == 64\n# end hidden tests", 1),
+                 test("fine", "# the end of the hidden part is below\n###BEGIN HIDDEN TESTS\nassert 1\n"
+                              "###END HIDDEN TESTS", 1)]
+    found = marker_typos(nb)
+    assert [line.split(":")[0] for line in found] == ["typo1", "typo1", "typo2", "typo2"], found
+
+
+def test_zero_point_cells_of_an_nbgrader_course_pass_the_gate_with_allow_asserts():
+    """nbgrader allows a 0-point test (a check the student runs for nothing: the corpus's test_total_free) and a
+    0-point hand-graded answer; the gate (e, m) refused both even for a course brought in with --allow-asserts,
+    which keeps nbgrader's rules. This course's own notebooks still need points."""
+    from conformance_corpus import essay, loading, meta
+    from grader.authoring.manual_cells import manual_cell_problems
+    from grader.engine.course import structure_problems
+
+    assert structure_problems(loading(), header_required=False) == []
+    assert any("worth no points" in p for p in structure_problems(loading()))
+    nb = essay()
+    nb.cells.append(nbformat.v4.new_markdown_cell("Anything to add? (not graded)"))
+    nb.cells.append(nbformat.v4.new_markdown_cell("Nothing.", metadata=meta("extra", solution=True, grade=True,
+                                                                                 points=0)))
+    assert manual_cell_problems(nb, zero_points_ok=True) == []
+    assert [p for p in manual_cell_problems(nb) if "worth no points" in p]
+
+
+def test_a_course_stub_build_does_not_take_is_said(tmp_path):
+    """A course's own ClearSolutions.code_stub / text_stub is not taken by build (its students get nbgrader's
+    default stub): build says so, unless the course sets nbgrader's default (as feldlime's course does)."""
+    from grader.authoring.nbcourse import config_literals
+
+    config = tmp_path / "nbgrader_config.py"
+    config.write_text(CONFIG_DEFAULT_STUB := "c = get_config()\n"
+                      "c.ClearSolutions.code_stub = {'python': '# YOUR CODE HERE\\nraise NotImplementedError()'}\n")
+    assert config_literals(config) == ({}, [])
+    config.write_text(CONFIG_DEFAULT_STUB + "c.ClearSolutions.text_stub = 'Write here'\n")
+    assert ["text_stub" in sentence for sentence in config_literals(config)[1]] == [True]
+
+
+def test_the_gate_reads_a_course_notebook_without_cell_ids_without_a_warning():
+    """The gate's stub walk-through and its reading of model answers put a cell of the course notebook into a new
+    (nbformat 4.5) notebook: for a 4.4 notebook, without ids, nbformat printed a MissingIDFieldWarning into
+    `check`'s output."""
+    import warnings
+
+    from conformance_corpus import essay
+    from grader.authoring.manual_cells import manual_cell_problems
+    from grader.engine.variants import stubbed_walkthrough
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert manual_cell_problems(essay()) == []
+        assert "max(lo, min(x, hi))" not in str(stubbed_walkthrough(essay()).cells[:3])
+
+
+def test_a_solution_line_the_course_also_hands_out_is_no_leak():
+    """219project/num_meth_nbgrader's LU gives a naive LU factorisation in a locked code cell and asks for the
+    pivoted one: the solution repeats lines of the given code (`u = a.copy()`), which the gate (d) took for a
+    solution leaked into the release. A solution line in a hint (markdown) is still one."""
+    from conformance_corpus import answer, notebook, plain
+    from grader.engine.course import stub
+    from grader.running.gate import leaks
+
+    given = "def naive(a):\n    u = a.copy()\n    return u"
+    source = notebook([plain("given", given), answer("pivoted", "def pivoted(a):\n    ### BEGIN SOLUTION\n"
+                                                                "    u = a.copy()\n    return u[::-1]\n"
+                                                                "    ### END SOLUTION")])
+    assert leaks(source, stub(source)) == []
+    source.cells.insert(1, nbformat.v4.new_markdown_cell("Hint, the last line:\n\n    return u[::-1]"))
+    assert leaks(source, stub(source)) == ["solution line in the release: 'return u[::-1]'"]
+
+
+def test_a_cell_of_no_nbgrader_kind_needs_no_grade_id():
+    """`nbgrader update` (which nbgrader's own demo course, jhamrick/nbgrader-demo, needs) gives every plain cell
+    nbgrader metadata with grade, solution and locked all false and no grade_id; nbgrader's validator asks a
+    grade_id only of a grade, solution or locked cell. The gate (e) refused each such cell."""
+    from conformance_corpus import arith
+    from grader.engine.course import structure_problems
+
+    nb = arith()
+    for cell in nb.cells:
+        cell.metadata.setdefault("nbgrader", {"grade": False, "locked": False, "schema_version": 3,
+                                              "solution": False})
+    assert structure_problems(nb, header_required=False) == []
+    nb.cells[1].metadata.nbgrader["locked"] = True
+    assert structure_problems(nb, header_required=False) == ["cell 1 has nbgrader metadata but no grade_id"]

@@ -194,3 +194,19 @@ def test_a_test_cell_ending_in_an_expression_is_flagged():
     test_cell = next(c for c in nb.cells if nbs.is_test(c))
     test_cell.source = test_cell.source.rsplit("\n", 1)[0]  # drop the final print()
     assert any("ends with an expression" in p for p in nbs.structure_problems(nb))
+
+
+def test_a_test_cell_ending_in_an_assert_call_or_a_comparison_is_not_flagged():
+    """Public nbgrader courses end tests with ``assert_allclose(...)`` (returns None: nothing is shown) or a
+    comparison (``True`` is no number, so stock nbgrader gives full marks, not partial credit): fine."""
+    from grader.engine.course import ends_with_a_number
+
+    for fine in ("s = 10 / t\nassert_allclose(s, 2.0, rtol=1e-2)", "np.testing.assert_array_equal(a, b)",
+                 "assert_equal(f(1), 2)", "mean([4, 6]) == 5", "not failed", "a == 1 and b == 2"):
+        assert not ends_with_a_number(fine), fine
+    for number in ("x = 1\nx", "np.sum(a)", "record('k', f(x))", "score / 2"):
+        assert ends_with_a_number(number), number
+    nb = nbs.read_notebook(GOOD)
+    test_cell = next(c for c in nb.cells if nbs.is_test(c))
+    test_cell.source = test_cell.source.rsplit("\n", 1)[0] + "\nassert_allclose(1.0, 1.0)"
+    assert not any("ends with an expression" in p for p in nbs.structure_problems(nb))

@@ -192,7 +192,7 @@ def _build_folders(root: Path, layout) -> list[str]:
 
     for assignment, folder in layout.assignments.items():
         target = CourseDir(root).source(assignment)
-        copied = copy_assignment(folder, target, layout.header, layout.footer)
+        copied = copy_assignment(folder, target, layout.header, layout.footer, layout.markers)
         for stale in set(target.glob("*.ipynb")) - set(copied):
             stale.unlink()
         for notebook in sorted(folder.glob("*.ipynb")):

@@ -28,7 +28,9 @@ CODE_STUB_LINES = {*nbs.CODE_STUB.splitlines(), "raise NotImplementedError"}
 
 def _model_answer(cell) -> str:
     """The solution text: inside the solution markers when there are any, else the whole cell."""
-    return "\n".join(solution_lines(nbformat.v4.new_notebook(cells=[cell]))).strip()
+    holder = nbformat.v4.new_notebook()  # cells set after: new_notebook's check wants cell ids (nbformat 4.5)
+    holder.cells = [cell]
+    return "\n".join(solution_lines(holder)).strip()
 
 
 def _released_prompt(cell) -> str:
@@ -44,8 +46,9 @@ def _is_stub(text: str) -> bool:
     return not lines or lines <= CODE_STUB_LINES | {nbs.TEXT_STUB}
 
 
-def manual_cell_problems(nb) -> list[str]:
-    """One sentence per broken rule (see the module's docstring); [] when every answer is fine."""
+def manual_cell_problems(nb, zero_points_ok: bool = False) -> list[str]:
+    """One sentence per broken rule (see the module's docstring); [] when every answer is fine. With
+    ``zero_points_ok`` (a course brought in from nbgrader, which allows it) an answer may be worth 0 points."""
     problems = []
     for index, cell in enumerate(nb.cells):
         if not nbs.is_manual(cell):
@@ -54,7 +57,7 @@ def manual_cell_problems(nb) -> list[str]:
         where = f"hand-graded answer {gid!r}"
         if cell.cell_type not in ("markdown", "code"):
             problems.append(f"{where} is a {cell.cell_type} cell; make it markdown (written) or code")
-        if not nbs.cell_points(cell) > 0:
+        if not nbs.cell_points(cell) > 0 and not zero_points_ok:
             problems.append(f"{where} is worth no points; give it points: N > 0")
         if nbs.HIDDEN_BEGIN in cell.source or nbs.HIDDEN_END in cell.source:
             problems.append(f"{where} holds hidden-test markers; a hand-graded answer is not tested: remove them")

@@ -26,10 +26,14 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["NbgraderCourse", "read_layout", "config_literals", "copy_assignment", "CONFIG_KEYS"]
+__all__ = ["NbgraderCourse", "read_layout", "config_literals", "copy_assignment", "CONFIG_KEYS", "DELIMITER_KEYS"]
 
 CONFIG_NAME = "nbgrader_config.py"
-CONFIG_KEYS = ("CourseDirectory.course_id", "IncludeHeaderFooter.header", "IncludeHeaderFooter.footer")
+DELIMITER_KEYS = ("ClearSolutions.begin_solution_delimeter", "ClearSolutions.end_solution_delimeter",
+                  "ClearHiddenTests.begin_test_delimeter", "ClearHiddenTests.end_test_delimeter")
+CONFIG_KEYS = ("CourseDirectory.course_id", "IncludeHeaderFooter.header", "IncludeHeaderFooter.footer",
+               *DELIMITER_KEYS)
+STUB_KEYS = ("ClearSolutions.code_stub", "ClearSolutions.text_stub")  # not taken: said when not the default
 SKIPPED = {".ipynb_checkpoints", "__pycache__"}
 
 
@@ -41,6 +45,7 @@ class NbgraderCourse:
     header: Path | None = None
     footer: Path | None = None
     course_id: str | None = None         # a literal id in DIR/nbgrader_config.py
+    markers: dict[str, str] = field(default_factory=dict)  # nbgrader's default marker -> the course's own
     ignored: list[str] = field(default_factory=list)  # settings of that file build could not read (sentences)
 
 
@@ -60,6 +65,9 @@ def config_literals(path: Path) -> tuple[dict[str, str], list[str]]:
             continue
         for target in node.targets:
             name = _dotted(target)
+            if name is not None and name.startswith("c.") and name[2:] in STUB_KEYS and _not_default_stub(name[2:], node.value):
+                unread.append(f"{path}, line {node.lineno}: build does not take {name}; the students' copy gets "
+                              "nbgrader's default stub")
             if name is None or not name.startswith("c.") or name[2:] not in CONFIG_KEYS:
                 continue
             if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
@@ -68,6 +76,18 @@ def config_literals(path: Path) -> tuple[dict[str, str], list[str]]:
                 unread.append(f"{path}, line {node.lineno}: {name} is not a plain string, so build did not take it "
                               "(build does not run the file); write it as a string, or pass it to build")
     return found, unread
+
+
+def _not_default_stub(key: str, value: ast.AST) -> bool:
+    """Whether the stub a course sets differs from nbgrader's default (or cannot be read without running)."""
+    from nbgrader.preprocessors import ClearSolutions
+
+    try:
+        given = ast.literal_eval(value)
+    except ValueError:
+        return True
+    default = ClearSolutions.class_traits()[key.split(".")[1]].default()
+    return given != default and not (isinstance(given, dict) and given.get("python") == default.get("python"))
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -104,7 +124,44 @@ def read_layout(course: Path) -> NbgraderCourse | None:
     footer = _named(course, settings.get("IncludeHeaderFooter.footer"), None if root_layout else base / "footer.ipynb")
     if not root_layout and [p for p in base.glob("*.ipynb") if p not in (header, footer)]:
         return None  # notebooks at the top level: this project's own layout
-    return NbgraderCourse(folders, header, footer, settings.get("CourseDirectory.course_id"), unread)
+    return NbgraderCourse(folders, header, footer, settings.get("CourseDirectory.course_id"),
+                          course_markers(settings), unread)
+
+
+def course_markers(settings: dict[str, str]) -> dict[str, str]:
+    """nbgrader's default marker -> the one the course configures instead (``c.ClearSolutions.begin_solution_
+    delimeter = "BEGIN ANSWER"``), for those it changes."""
+    from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
+
+    markers = {}
+    for key in DELIMITER_KEYS:
+        kind, name = key.split(".")
+        default = (ClearSolutions if kind == "ClearSolutions" else ClearHiddenTests).class_traits()[name].default()
+        if settings.get(key, default) != default:
+            markers[default] = settings[key]
+    return markers
+
+
+def with_default_markers(source: str, markers: dict[str, str]) -> str:
+    """``source`` with the course's own markers written as nbgrader's defaults, line by line as nbgrader's
+    ClearSolutions and ClearHiddenTests find them (a line that holds a begin marker is a begin, else one that
+    holds an end marker is an end), so that nbgrader's release and course-grader read the regions the course
+    means with the default settings."""
+    if not markers:
+        return source
+    own = {default: mine for default, mine in markers.items()}
+    order = [("BEGIN SOLUTION", "END SOLUTION"), ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS")]
+    lines = source.split("\n")
+    for index, line in enumerate(lines):
+        for begin, end in order:
+            mine_begin, mine_end = own.get(begin, begin), own.get(end, end)
+            if mine_begin in line:
+                lines[index] = line.replace(mine_begin, begin)
+                break
+            if mine_end in line:
+                lines[index] = line.replace(mine_end, end)
+                break
+    return "\n".join(lines)
 
 
 def _named(course: Path, configured: str | None, default: Path | None) -> Path | None:
@@ -119,10 +176,12 @@ def _named(course: Path, configured: str | None, default: Path | None) -> Path |
     return default if default is not None and default.is_file() else None
 
 
-def copy_assignment(folder: Path, target: Path, header: Path | None = None, footer: Path | None = None) -> list[Path]:
+def copy_assignment(folder: Path, target: Path, header: Path | None = None, footer: Path | None = None,
+                    markers: dict[str, str] | None = None) -> list[Path]:
     """Copy every file of an assignment folder into ``target`` (sub-folders too; no hidden files, no links,
     no checkpoints), each notebook with the header's cells before its own and the footer's after, as
-    nbgrader's IncludeHeaderFooter releases it. Return the copied notebooks."""
+    nbgrader's IncludeHeaderFooter releases it; the course's own region markers (:func:`course_markers`) are
+    written as nbgrader's defaults. Return the copied notebooks."""
     import nbformat
 
     around = [nbformat.read(str(p), as_version=4) if p else None for p in (header, footer)]
@@ -137,6 +196,8 @@ def copy_assignment(folder: Path, target: Path, header: Path | None = None, foot
         if path.suffix == ".ipynb" and len(relative.parts) == 1:
             nb = nbformat.read(str(path), as_version=4)
             _surround(nb, *around)
+            for cell in nb.cells:
+                cell.source = with_default_markers(cell.source, markers or {})
             nbformat.write(nb, str(out))
             notebooks.append(out)
         else:

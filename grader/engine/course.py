@@ -25,7 +25,7 @@ __all__ = [
     "header_points", "test_points", "structure_problems", "stub", "cell_points", "is_support_file",
     "support_files_under", "safe_relative_name",
     "strip_hidden", "HIDDEN_NOTE", "HIDDEN_BEGIN", "HIDDEN_END", "SOLUTION_BEGIN", "SOLUTION_END", "MARKERS",
-    "without_hidden", "stub_source", "released_answer", "ends_with_expression", "asserts_only",
+    "without_hidden", "stub_source", "released_answer", "ends_with_expression", "ends_with_a_number", "marker_typos", "asserts_only",
 ]
 
 HEADER_POINTS = re.compile(r"^\s*\**\s*Total points\s*:\s*\**\s*([0-9]+(?:\.[0-9]+)?)", re.M)
@@ -296,6 +296,24 @@ def strip_hidden(source: str) -> str:
     return "\n".join(lines)
 
 
+_NEAR_MARKER = re.compile(r"^\s*#.*(\b(begin|end|start|stop)[\s_-]*(hidden|solution)|"
+                          r"\b(hidden[\s_-]*tests?|solution)[\s_-]*(begin|end|start|stop)\b)", re.I)
+
+
+def marker_typos(nb: NotebookNode) -> list[str]:
+    """Comment lines of nbgrader cells that look like a region marker but are none to nbgrader, which finds a
+    marker by its exact words (``BEGIN HIDDEN TESTS``; ``### BEGIN HIDDEN TEST`` or ``# begin hidden tests`` is
+    an ordinary comment): the tests under such a line are released to students as they are."""
+    found = []
+    for cell in nb.cells:
+        if not nbgrader_meta(cell):
+            continue
+        for line in cell.source.splitlines():
+            if _NEAR_MARKER.match(line) and not any(marker in line for marker in MARKERS):
+                found.append(f"{nbgrader_meta(cell).get('grade_id', '?')}: {line.strip()[:80]!r}")
+    return found
+
+
 def ends_with_expression(source: str) -> bool:
     """True when the last statement of a code cell is an expression whose value IPython would show
     as ``Out[n]`` (a ``print(...)`` call shows nothing); False for code that does not parse."""
@@ -311,16 +329,32 @@ def ends_with_expression(source: str) -> bool:
     return not (is_print or is_docstring_only)
 
 
+def ends_with_a_number(source: str) -> bool:
+    """:func:`ends_with_expression`, less the endings whose value is never a number, which stock nbgrader's
+    ``determine_grade`` would read as partial credit: a comparison or ``not`` (``True``/``False``, or an array
+    of them, does not parse as a float) and a call of an ``assert...`` function (``assert_allclose``, nose's
+    ``assert_equal``: they return None, so nothing is shown)."""
+    if not ends_with_expression(source):
+        return False
+    value = ast.parse(source).body[-1].value
+    if isinstance(value, (ast.Compare, ast.BoolOp)) or (isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not)):
+        return False
+    func = value.func if isinstance(value, ast.Call) else None
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    return not name.startswith("assert")
+
+
 def structure_problems(nb: NotebookNode, header_required: bool = True) -> list[str]:
     """Gate (e) and the exercise layout: ids unique, points add up, every exercise well formed. The header's
-    ``Total points: N`` is this course's convention: without ``header_required`` (a course brought in from
-    nbgrader) a notebook may leave it out, but a header it has must add up."""
+    ``Total points: N`` and a point for every test are this course's conventions: without ``header_required``
+    (a course brought in from nbgrader) a notebook may leave the header out and have 0-point tests (a check
+    the student runs for nothing, as nbgrader allows), but a header it has must add up."""
     problems = []
     seen: dict[str, int] = {}
     for index, cell in enumerate(nb.cells):
         meta = nbgrader_meta(cell)
-        if not meta:
-            continue
+        if not any(meta.get(flag) for flag in ("grade", "solution", "locked", "task")):
+            continue  # an nbgrader cell of no kind (`nbgrader update` writes them): nbgrader wants no grade_id there
         grade_id = meta.get("grade_id")
         if not grade_id:
             problems.append(f"cell {index} has nbgrader metadata but no grade_id")
@@ -328,9 +362,9 @@ def structure_problems(nb: NotebookNode, header_required: bool = True) -> list[s
             problems.append(f"grade_id {grade_id!r} is used by cells {seen[grade_id]} and {index}")
         else:
             seen[grade_id] = index
-        if is_test(cell) and not cell_points(cell) > 0:
+        if is_test(cell) and not cell_points(cell) > 0 and header_required:
             problems.append(f"graded test cell {grade_id!r} is worth no points")
-        if is_test(cell) and (ends_with_expression(cell.source) or ends_with_expression(strip_hidden(cell.source))):
+        if is_test(cell) and (ends_with_a_number(cell.source) or ends_with_a_number(strip_hidden(cell.source))):
             problems.append(f"graded test cell {grade_id!r} ends with an expression: its value is shown "
                             "as the cell's output, and stock nbgrader takes a number there as the cell's "
                             "score (partial credit); end the cell with a statement, e.g. a print()")

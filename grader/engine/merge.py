@@ -223,6 +223,8 @@ def _assemble(source, cells, answers, anchor, problems) -> Merged:
         for j in added.get(i, []):
             nb.cells.append(_code_cell(cells[j].source) if cells[j].cell_type == "code" else _text_cell(cells[j].source))
             roles.append(Role("added"))
+    for cell in nb.cells:  # a course notebook older than nbformat 4.5 has no cell ids; this one is 4.5
+        cell.setdefault("id", random_cell_id())
     return Merged(nb, roles, problems)
 
 

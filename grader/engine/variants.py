@@ -86,7 +86,9 @@ def stubbed_walkthrough(nb: NotebookNode) -> NotebookNode:
         for cell in span:
             cell = copy.deepcopy(cell)
             if is_solution(cell) and not is_manual(cell):
-                cell = stub(nbformat.v4.new_notebook(cells=[cell])).cells[0]
+                holder = nbformat.v4.new_notebook()  # cells set after: new_notebook's check wants ids
+                holder.cells = [cell]  # (a course notebook older than nbformat 4.5 has none)
+                cell = stub(holder).cells[0]
                 cell.metadata.pop("nbgrader", None)
                 cell.id = nbformat.v4.new_code_cell().id
             elif is_test(cell):

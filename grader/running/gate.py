@@ -85,7 +85,9 @@ def _substantial(line: str) -> bool:
 def leaks(source: nbs.NotebookNode, released: nbs.NotebookNode) -> list[str]:
     """Gate (d): solution lines, hidden-test-only lines or nbgrader markers found in the release.
 
-    A solution line counts wherever it appears (a hint that spells out the answer is a leak); a
+    A solution line counts wherever it appears (a hint that spells out the answer is a leak), unless the
+    course's own code cells outside the solutions hand it out too (a given version the exercise extends:
+    ``u = a.copy()`` in a naive LU the student turns into a pivoted one); a
     hidden test line counts only if the visible part of the source does not have it too (hidden
     tests often repeat a visible call on fresh inputs).
     """
@@ -97,8 +99,10 @@ def leaks(source: nbs.NotebookNode, released: nbs.NotebookNode) -> list[str]:
             found.append(f"the marker {marker!r} is in the release")
     visible = {line.strip() for cell in nbs.stub(source).cells
                for line in nbs.strip_hidden(cell.source).splitlines()}
+    given = {line.strip() for cell in source.cells if cell.cell_type == "code" and not nbs.is_solution(cell)
+             for line in nbs.strip_hidden(cell.source).splitlines()}  # code the course hands out as it is
     for line in dict.fromkeys(l.strip() for l in variants.solution_lines(source) if _substantial(l)):
-        if line in released_lines:
+        if line in released_lines and line not in given:
             found.append(f"solution line in the release: {line[:100]!r}")
     for line in dict.fromkeys(l.strip() for l in variants.hidden_test_lines(source) if _substantial(l)):
         if line in released_lines and line not in visible:
@@ -179,8 +183,13 @@ def _structure_check(path: Path, report: GateReport, allow_asserts: bool = False
         report.add("kernel's word", True, kernel_word_hint(source.cells) + ("" if allow_asserts else
                    "\n  (or, for an nbgrader course brought in as it is, run the gate with --allow-asserts)"))
     report.add("who decides", True, who_decides(source.cells))
+    if nbs.marker_typos(source):
+        report.add("markers", True, "warning: lines that look like nbgrader's region markers but are none to "
+                   "nbgrader (it reads `### BEGIN HIDDEN TESTS`, `### END HIDDEN TESTS`, `### BEGIN SOLUTION`, "
+                   "`### END SOLUTION` exactly), so what they mark is released as it is: "
+                   + "; ".join(nbs.marker_typos(source)))
     if nbs.manual_points(source):
-        manual = manual_cell_problems(source)
+        manual = manual_cell_problems(source, zero_points_ok=allow_asserts)
         report.add("m", not manual, "; ".join(manual) or f"{nbs.manual_points(source):g} points graded by hand: "
                    "each answer has a question, a model answer and points")
     return source
