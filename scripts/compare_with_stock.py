@@ -95,14 +95,15 @@ def prepare(course: Path, assignment: str, base: Path) -> tuple[Path, Path, Path
     return stock, ours, base / "exchange"
 
 
-def write_submissions(source: Path, release: Path, submitted: Path, exchange: Path, assignment: str) -> None:
-    """Every VARIANTS student's notebooks, made from stock's release, into stock's submitted/ and an exchange.
+def write_submissions(source: Path, release: Path, submitted: Path, exchange: Path, assignment: str,
+                      variants: tuple[str, ...] = VARIANTS) -> None:
+    """Each of ``variants``' students' notebooks (default: every kind of VARIANTS), made from stock's release, into stock's submitted/ and an exchange.
     (Stock's IncludeHeaderFooter releases a notebook older than nbformat 4.5 under a 4.5 header as 4.5 with
     cells without ids; nbformat warns when it is written here: a warning of neither grader, not shown.)"""
     import warnings
 
     warnings.filterwarnings("ignore", message="Cell is missing an id field")
-    for student in VARIANTS:
+    for student in variants:
         folders = [submitted / student / assignment, exchange / "inbound" / f"{student}+{assignment}+{WHEN}"]
         for folder in folders:
             folder.mkdir(parents=True)
@@ -143,11 +144,13 @@ def warnings_in(output: str) -> list[str]:
     return sorted({line.strip() for line in output.splitlines() if WARNING.search(line)})
 
 
-def compare(course: Path, assignment: str, base: Path, workers: int = 2) -> dict:
-    """Grade ``assignment`` of ``course`` both ways under ``base``; return the figures (see :func:`main`)."""
+def compare(course: Path, assignment: str, base: Path, workers: int = 2,
+            variants: tuple[str, ...] = VARIANTS) -> dict:
+    """Grade ``assignment`` of ``course`` both ways under ``base``, one student per kind of submission in
+    ``variants``; return the figures (see :func:`main`)."""
     stock, ours, exchange = prepare(course, assignment, base)
     write_submissions(stock / "source" / assignment, stock / "release" / assignment, stock / "submitted",
-                      exchange, assignment)
+                      exchange, assignment, variants)
     stock_s, stock_out = run([sys.executable, "-c", NBGRADER, "autograde", assignment, "--create"], stock,
                              clean_env())
     env = {**clean_env(), "PYTHONPATH": str(REPO)}
