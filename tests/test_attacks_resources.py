@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -114,13 +115,15 @@ def _grade_job_in(tmpdir: str, source: str, sub: str, refs: str) -> dict:
 def test_folder_trees_deeper_than_python_recurses_are_removed_and_grading_completes(tmp_path, refs):
     """1500 levels (31 kB paths, past PATH_MAX) in the kernel's working and socket folders."""
     sub = write(submission(PLAIN, {**SOLVED, "add": DEEP_TREES + WRONG_ADD}), tmp_path / "sub.ipynb")
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
+    # A short folder of its own: under tmp_path (longer under pytest-xdist, .../popen-gw0/...) the kernel's
+    # socket path passed the 107 bytes a Unix socket address holds, and the kernel could not start.
+    scratch = Path(tempfile.mkdtemp(prefix="deep-"))
     try:
         result = in_fresh_process(_grade_job_in, str(scratch), str(PLAIN), str(sub), str(refs))
     finally:  # a grader that leaves the tree behind must not break pytest's own clean-up of tmp_path
         left = list(scratch.iterdir())
         subprocess.run(["rm", "-rf", "--one-file-system", *map(str, left)], check=False)
+        subprocess.run(["rm", "-rf", "--one-file-system", str(scratch)], check=False)
     assert left == []  # the job's scratch folder and the socket folder: gone
     statuses = {t["grade_id"]: t["status"] for t in result["tests"]}
     assert statuses == {"add_test": "failed", "mean_test": "passed", "shout_test": "passed"}, result["problems"]
@@ -155,9 +158,24 @@ KILL_ME = "KILL-MY-WORKER"
 SLEEPER = f"open({KILL_ME!r}, 'w').close()\nimport time\ntime.sleep(300)\n"
 
 
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _is_mine(pid: int) -> bool:
+    """Whether ``pid`` descends from this test process: another test run on the machine (another pytest-xdist
+    worker, another checkout) may grade the same attack at the same time, and its workers are not ours to kill."""
+    while pid > 1:
+        pid = _parent(pid)
+        if pid == os.getpid():
+            return True
+    return False
+
+
 class WorkerKiller(threading.Thread):
-    """SIGKILLs the worker process (from outside, as the out-of-memory killer would) of every kernel
-    whose working folder holds the file KILL_ME; counts the kills and notes the kernel's scratch folder."""
+    """SIGKILLs the worker process (from outside, as the out-of-memory killer would) of every kernel of this
+    process's batches whose working folder holds the file KILL_ME; counts the kills and notes the kernel's
+    scratch folder."""
 
     def __init__(self):
         super().__init__(daemon=True)
@@ -176,8 +194,9 @@ class WorkerKiller(threading.Thread):
                         continue
                     workdir = Path(argv[argv.index(b"--chdir") + 1].decode())
                     if (workdir / KILL_ME).exists():
-                        worker = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-                        if worker not in self.killed and b"multiprocessing" in Path(f"/proc/{worker}/cmdline").read_bytes():
+                        worker = _parent(int(pid))
+                        if (worker not in self.killed and _is_mine(worker)
+                                and b"multiprocessing" in Path(f"/proc/{worker}/cmdline").read_bytes()):
                             os.kill(worker, signal.SIGKILL)  # a grading worker (spawned), killed once
                             self.killed.add(worker)
                             self.folders |= {p for p in workdir.parents if p.name.startswith("course-grader-")}

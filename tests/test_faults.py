@@ -168,11 +168,13 @@ def test_the_whole_notebook_has_a_time_budget(tmp_path_factory, tmp_path):
     from grader.engine.execute import References, grade
 
     refs = References.load(references([PLAIN], tmp_path_factory)[PLAIN])
-    sleepy = {"add": GOOD["add"] + "\nimport time\ntime.sleep(6)",
-              "mean": MEAN + "\nimport time\ntime.sleep(6)", "shout": GOOD["shout"]}
+    # Two 20 s sleeps in a 30 s budget: the first fits with 10 s to spare for every other cell on a busy
+    # machine (6 s in 10 s left too little: add_test did not run under load), the second cannot.
+    sleepy = {"add": GOOD["add"] + "\nimport time\ntime.sleep(20)",
+              "mean": MEAN + "\nimport time\ntime.sleep(20)", "shout": GOOD["shout"]}
     sub = write(submission(PLAIN, sleepy), tmp_path / "sleepy.ipynb")
-    limits = Limits(cell_timeout_s=8, notebook_timeout_s=10)
+    limits = Limits(cell_timeout_s=25, notebook_timeout_s=30)
     result = grade(PLAIN, sub, refs, workdir=tmp_path / "w", limits=limits)
     assert [t.status for t in result.tests.values()] == ["passed", "not run", "not run"]
-    assert "total time limit of 10 s" in result.tests["shout_test"].reason
+    assert "total time limit of 30 s" in result.tests["shout_test"].reason
     assert any("used up its total time limit" in p for p in result.problems)
