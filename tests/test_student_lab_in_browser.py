@@ -96,10 +96,27 @@ def open_notebook(page, lab, path: str):
     return panel
 
 
+def close_dialogs(page) -> list[str]:
+    """The text of each JupyterLab dialog in front of the notebook, closed with Escape. On a busy machine one
+    covered the cell and the click waited out its time; the texts say which it was if the cell then fails."""
+    texts = []
+    dialog = page.locator(".jp-Dialog")
+    while dialog.count() and len(texts) < 3:
+        texts.append(" ".join(dialog.first.inner_text(timeout=10_000).split())[:300])
+        page.keyboard.press("Escape")
+        page.wait_for_timeout(500)
+    return texts
+
+
 def run_cell(page, cell) -> None:
     """Run ``cell`` with Shift+Enter, making sure the keystroke reached it (its prompt shows [*] or [n])."""
+    closed: list[str] = []
     for _ in range(3):
-        cell.locator(".jp-InputArea-editor").click()
+        closed += close_dialogs(page)
+        try:
+            cell.locator(".jp-InputArea-editor").click(timeout=60_000)
+        except Exception:
+            continue
         page.keyboard.press("Shift+Enter")
         try:
             page.wait_for_function(
@@ -109,7 +126,7 @@ def run_cell(page, cell) -> None:
         except Exception:
             continue
     screenshot(page, "run-cell-failed.png")
-    raise AssertionError("the cell did not start running after three Shift+Enter")
+    raise AssertionError(f"the cell did not start running after three Shift+Enter (dialogs closed: {closed})")
 
 
 def screenshot(page, name: str) -> Path:
