@@ -42,13 +42,15 @@ __all__ = [*_OFFERED, "dataset_name", "headless", "quick_mode", "under_grader"]
 
 
 def __getattr__(name: str):
-    """A name of a d2lite module (its module imported now); ``d2lite.plt`` (pyplot); for d2l names
+    """A name of a d2lite module, or a module (imported now); ``d2lite.plt`` (pyplot); for d2l names
     d2lite leaves out, an error that says what to use instead (PEP 562: called only for names not
     already in this module)."""
     if name in _OFFERED:
         value = getattr(_importlib.import_module(f".{_OFFERED[name]}", __name__), name)
         globals()[name] = value
         return value
+    if name in _MODULES:  # a module itself (``d2lite.models.linreg``), as when this file imported them all
+        return _importlib.import_module(f".{name}", __name__)
     if name == "plt":  # (import_module, not `from . import`: that would ask this function again)
         return _importlib.import_module(".plotting", __name__).pyplot()
     advice = _importlib.import_module(".not_offered", __name__).advice(name)

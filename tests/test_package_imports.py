@@ -50,6 +50,16 @@ def test_the_top_level_offers_every_modules_names_the_last_module_winning():
     assert {k for k in star if not k.startswith("__")} == set(d2lite.__all__)
 
 
+def test_a_module_is_reached_from_the_top_level_as_before():
+    """``d2lite.models.linreg``: each module is an attribute of the package once read, as when ``import d2lite``
+    imported them all (a student's ``line = d2lite.models`` raised AttributeError in a first lazy version)."""
+    import importlib
+
+    for module in d2lite._MODULES:
+        assert getattr(d2lite, module) is importlib.import_module(f"d2lite.{module}"), module
+    assert d2lite.models.linreg is d2lite.linreg
+
+
 def test_every_module_with_public_names_is_offered():
     """A new module must be added to ``_MODULES``, else its names are not at the top level."""
     package = Path(d2lite.__file__).parent
