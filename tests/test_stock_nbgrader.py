@@ -46,6 +46,8 @@ def class_dirs(tmp_path_factory):
 
 def nbgrader(python: str, root: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COURSE_GRADER", "NBGRADER"))}
+    if python != sys.executable:  # an image without the course: no path of this checkout may reach it
+        env.pop("PYTHONPATH", None)
     env.update(extra)
     env["PATH"] = str(Path(python).parent) + os.pathsep + env.get("PATH", "")
     return subprocess.run([python, "-c", NBGRADER, *args], cwd=root, env=env, capture_output=True,
@@ -147,7 +149,8 @@ def python_without_the_course(tmp_path_factory):
     Path(site, "course-dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
     probe = subprocess.run([str(python), "-c", "import nbgrader, torch\ntry:\n import grader\n"
                             "except ImportError:\n print('no grader')"],
-                           cwd=env, capture_output=True, text=True)
+                           cwd=env, capture_output=True, text=True,
+                           env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert probe.stdout.strip() == "no grader", probe.stderr
     return str(python)
 
