@@ -216,6 +216,22 @@ def test_a_test_that_ends_in_its_score_is_given_that_score_as_stock_nbgrader_giv
     assert theirs[("solution", "partial", "test_halves_shown")][0] == 1.0
 
 
+def test_check_reads_a_course_with_its_own_markers_as_build_does(tmp_path, capsys):
+    """`check --allow-asserts` gated the course's notebooks as written, where `## BEGIN ANSWER` and `## BEGIN SECRET
+    TESTS` are no markers to nbgrader's defaults: it took the hand-graded answer cell `explain` as solution from
+    top to bottom and failed it (m) for having no question (its `def` line), and its (d) looked for hidden tests
+    it could not see. It now reads them as build copies them (the course's markers written as nbgrader's
+    defaults), naming the course's own files."""
+    from conformance_corpus import write_custom_course
+
+    course = write_custom_course(tmp_path / "source")
+    assert main(["check", str(course), "--allow-asserts", "--quiet"]) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"PASS  {course / 'custom' / 'custom.ipynb'}" in out, out
+    assert "no solution code or hidden test text in the release" in out, out
+    assert "ok   (m)" in out, out
+
+
 def test_a_course_notebook_without_cell_ids_merges_without_a_warning():
     """Public courses' notebooks are often nbformat 4.0-4.4, without cell ids. The graded notebook course-grader
     assembles is nbformat 4.5: its cells copied from such a course notebook had no id, and nbformat printed a

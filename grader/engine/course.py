@@ -109,7 +109,7 @@ _RECORD_CALL = re.compile(r"\brecord\s*\(")
 
 def asserts_only(cell: NotebookNode) -> bool:
     """A graded test cell that calls no ``record()`` (stock nbgrader's kind: it asserts, and nbgrader
-    scores it full marks iff it runs without an error). Its verdict rests on the kernel's own word:
+    scores it full marks when it runs without an error, or the number its last line shows: grader.engine.output_score). Its verdict rests on the kernel's own word:
     a student's code runs in the same kernel and can make the asserts pass (THREAT_MODEL.md)."""
     return is_test(cell) and not _RECORD_CALL.search(cell.get("source", ""))
 
