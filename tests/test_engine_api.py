@@ -176,6 +176,16 @@ def test_validate_runs_the_visible_tests_as_they_are(run, tmp_path):
         validate(tmp_path / "bad.ipynb", workdir=tmp_path / "v3")
 
 
+def test_validate_scores_a_test_that_ends_in_a_number_as_nbgrader_does(run, tmp_path):
+    """A test whose last line is its score (nbgrader's partial credit) passed the self-check in full."""
+    nb = nbformat.read(str(run[0] / "ps.ipynb"), as_version=4)
+    cell_with_id(nb, "shout_test").source = "score = 0.25\nscore"
+    checked = validate(write(nb, tmp_path / "scored.ipynb"), workdir=tmp_path / "v", limits=Limits(cell_timeout_s=30))
+    shout = next(t for t in checked if t.grade_id == "shout_test")
+    assert (shout.status, shout.points) == ("failed", 0.25), shout
+    assert "last line gives 0.25 of 1 points" in shout.reason
+
+
 def test_a_workdir_holding_the_source_is_refused(run, tmp_path):
     source = write(nbformat.read(str(PLAIN), as_version=4), tmp_path / "course" / "plain.ipynb")
     refs = References.load(run[1][PLAIN])

@@ -411,7 +411,8 @@ def _first_line(text: str, limit: int = 200) -> str:
 
 
 def validate(notebook: Path, *, workdir: Path, limits: Limits = Limits()) -> list[TestResult]:
-    """The student self-check: run ``notebook`` as it is; a test passes iff its cell ran cleanly.
+    """The student self-check: run ``notebook`` as it is; a test passes iff its cell ran cleanly (and a test
+    that ends in a number scores it, as nbgrader does: :mod:`grader.engine.output_score`).
 
     Runs without the sandbox (it is the student's own code on the student's machine). Raises
     ValueError when the notebook cannot be read.
@@ -436,6 +437,9 @@ def validate(notebook: Path, *, workdir: Path, limits: Limits = Limits()) -> lis
                   "error": f"The test raised {_first_line(run.error)}.",
                   "timeout": "The test did not finish within the time limit."}.get(
             status, f"The test did not run: {run.error or 'the kernel had stopped'}.")
-        results.append(TestResult(role.grade_id, pts, pts if status == "passed" else 0.0,
-                                  status, reason))
+        points = output_points(pts, run.outputs) if status == "passed" else 0.0  # nbgrader's partial credit
+        if points < pts and status == "passed":
+            status, reason = "failed", (f"The test ran without an error; its last line gives {points:g} of {pts:g} "
+                                        "points (the score nbgrader reads there).")
+        results.append(TestResult(role.grade_id, pts, points, status, reason))
     return results
