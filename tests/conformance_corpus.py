@@ -168,6 +168,34 @@ def write_custom_course(dest: Path) -> Path:
     return dest
 
 
+# A course whose tests score themselves, as nbgrader lets a grade cell do: its last line is a number, and nbgrader
+# gives that many points (partial credit; a negative number: full points). Graded by stock nbgrader and
+# course-grader in tests/test_conformance.py through scripts/compare_with_stock.py.
+def partial():
+    return notebook([
+        text("halves-text", "**1.** `halves(x)` returns half of `x`, as a float."),
+        answer("halves", 'def halves(x):\n    """x divided by 2."""\n    ### BEGIN SOLUTION\n    return x / 2\n'
+                         '    ### END SOLUTION'),
+        test("test_halves_score", '"""Half a point for each input halved right: the last line is the score."""\n'
+                                  "score = 0.0\nscore += 0.5 if halves(2) == 1 else 0\n"
+                                  "score += 0.5 if halves(3) == 1.5 else 0\nscore", 1),
+        test("test_halves_hidden_score", '"""Two points for even inputs, less 1.5 for a wrong odd one."""\n'
+                                         "score = 2.0 if halves(4) == 2 else 0.0\n### BEGIN HIDDEN TESTS\n"
+                                         "if halves(5) != 2.5:\n    score -= 1.5\n### END HIDDEN TESTS\nscore", 2),
+        test("test_halves_negative", '"""A negative last line: nbgrader gives full points."""\nhalves(2) - 2', 1),
+        test("test_halves_shown", '"""A value shown before the hidden asserts is no score."""\nhalves(0)\n'
+                                  "### BEGIN HIDDEN TESTS\nassert halves(1) == 0.5\n### END HIDDEN TESTS", 1),
+    ])
+
+
+def write_partial_course(dest: Path) -> Path:
+    """A course folder with the assignment ``partial``, whose tests end in their score."""
+    (dest / "partial").mkdir(parents=True)
+    nbformat.write(partial(), dest / "partial" / "partial.ipynb")
+    (dest / "nbgrader_config.py").write_text(CONFIG, encoding="utf-8")
+    return dest
+
+
 ASSIGNMENTS = {"arith": {"arith.ipynb": arith}, "loading": {"loading.ipynb": loading},
                "essay": {"essay.ipynb": essay}}
 DATA = {"loading": {"measurements/values.csv": VALUES}}
@@ -193,7 +221,7 @@ def write_course(dest: Path) -> Path:
 
 MARKER = re.compile(r"^\s*#+\s*(BEGIN|END) SOLUTION\s*$")
 WRONG = {"square": "def square(x):\n    return x + x", "load_column": "def load_column(path, name):\n    return []",
-         "clip": "def clip(x, lo, hi):\n    return x"}
+         "clip": "def clip(x, lo, hi):\n    return x", "halves": "def halves(x):\n    return x // 2"}
 VARIANTS = ("solution", "release", "partly", "noanswer", "notest", "edited", "added", "reordered", "v44",
             "cleared")
 

@@ -174,3 +174,42 @@ def test_a_forged_answer_earns_the_assert_only_points_but_not_the_recorded_ones(
     assert (forged["test_scale"].status, forged["test_scale"].points) == ("passed", 2.0), forged["test_scale"]
     assert (forged["test_neg"].status, forged["test_neg"].points) == ("failed", 0.0), forged["test_neg"]
 
+
+
+# -- a test that ends in its score (nbgrader's partial credit) ----------------------------------------
+
+def _out(text: str):
+    return nbformat.v4.new_output("execute_result", data={"text/plain": text}, execution_count=1)
+
+
+@pytest.mark.parametrize("outputs, points, status", [
+    ([_out("0.5")], 0.5, "failed"),        # partial credit: the number, as nbgrader.utils.determine_grade reads it
+    ([_out("0.0")], 0.0, "failed"),
+    ([_out("-1")], 1.0, "passed"),         # negative: nbgrader gives full points
+    ([_out("'done'")], 1.0, "passed"),     # not a number: full points
+    ([], 1.0, "passed"),                   # no result: full points
+    ([nbformat.v4.new_output("stream", name="stderr", text="RuntimeWarning\n"), _out("0.25")], 0.25, "failed"),
+])
+def test_an_assert_only_test_that_ends_in_a_number_scores_that_number(outputs, points, status):
+    """stderr output is left out (a deliberate difference: nbgrader scores it 0, README); the points stay on the
+    kernel's word."""
+    from grader.engine.execute import KERNEL_WORD, TestResult, _scored_by_output
+
+    problems: list[str] = []
+    passed = TestResult("test_score", 1.0, 1.0, "passed", KERNEL_WORD, kernel_word=True)
+    test = _scored_by_output(passed, outputs, problems)
+    assert (test.points, test.status, test.kernel_word, problems) == (points, status, True, [])
+    assert ("Partly right" in test.reason) == (0 < points < 1), test.reason
+
+
+def test_a_result_above_the_points_scores_the_points_and_is_named_for_the_instructor():
+    """nbgrader's determine_grade raises on it, and `nbgrader autograde` gives up on the whole submission; the
+    grader scores the cell's points and names the cell (a deliberate difference, README)."""
+    from grader.engine.execute import KERNEL_WORD, TestResult, _scored_by_output
+
+    problems: list[str] = []
+    passed = TestResult("test_score", 2.0, 2.0, "passed", KERNEL_WORD, kernel_word=True)
+    test = _scored_by_output(passed, [_out("3.5")], problems)
+    assert (test.points, test.status) == (2.0, "passed")
+    assert problems == ["test_score ended in '3.5', above its 2 points: scored its points (nbgrader's autograde "
+                        "stops on this submission)"]

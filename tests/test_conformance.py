@@ -25,13 +25,10 @@ import nbformat
 import pytest
 
 from classroom import stock_nbgrader
-from conformance_corpus import ASSIGNMENTS, COURSE_ID, FIXTURE, VARIANTS, submission, write_course
+from conformance_corpus import ASSIGNMENTS, COURSE_ID, FIXTURE, VARIANTS, write_course
 from grader.cli import main
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "scripts"))  # scripts/compare_with_stock.py
-
-SECRET = "c0ffee" * 10 + "beef"
-WHEN = "2026-11-20 10:00:00.000000 UTC"
 
 Row = tuple  # (auto score, manual score, max score, needs manual grade)
 
@@ -82,20 +79,11 @@ def stock_release(root: Path) -> Path:
 
 def write_submissions(release: Path, submitted: Path, exchange: Path) -> None:
     """Every variant of every assignment, into stock's ``submitted/<student>/<assignment>/`` and into an
-    exchange's inbound folder for course-grader."""
-    for assignment, notebooks in ASSIGNMENTS.items():
-        for student in VARIANTS:
-            folders = [submitted / student / assignment, exchange / "inbound" / f"{student}+{assignment}+{WHEN}"]
-            for folder in folders:
-                folder.mkdir(parents=True)
-                (folder / "timestamp.txt").write_text(WHEN)
-            (folders[1] / "submission_secret.txt").write_text(SECRET)
-            for name in notebooks:
-                released = nbformat.read(release / assignment / name, as_version=nbformat.NO_CONVERT)
-                source = nbformat.read(FIXTURE / assignment / name, as_version=4)
-                handed_in = submission(student, released, source)
-                for folder in folders:
-                    nbformat.write(handed_in, folder / name, version=4)
+    exchange's inbound folder for course-grader (scripts/compare_with_stock.py's write_submissions)."""
+    from compare_with_stock import write_submissions as write_students
+
+    for assignment in ASSIGNMENTS:
+        write_students(FIXTURE / assignment, release / assignment, submitted, exchange, assignment)
 
 
 def gradebook(root: Path) -> dict[tuple[str, str, str, str], Row]:
@@ -209,6 +197,41 @@ def test_a_course_with_its_own_markers_is_graded_as_stock_nbgrader_grades_it(tmp
     assert solution.cells[-1].source.count("x ** 3") == 1
 
 
+def test_a_test_that_ends_in_its_score_is_given_that_score_as_stock_nbgrader_gives_it(tmp_path):
+    """nbgrader scores a grade cell whose last line is a number with that number (nbgrader.utils.determine_grade):
+    0.5 of 1 for a half-right answer; full points for a negative number; a value shown before hidden asserts is no
+    score. course-grader gave every assert-only test that raised nothing its full points (the 'partly' student
+    got 4 where stock gives 2.5). Both grade the course (scripts/compare_with_stock.py): every row equal."""
+    from compare_with_stock import compare, gradebook as rows_of
+    from conformance_corpus import write_partial_course
+
+    kinds = ("solution", "release", "partly", "noanswer")
+    found = compare(write_partial_course(tmp_path / "source"), "partial", tmp_path / "graded", variants=kinds)
+    assert found["rows"] == len(kinds) * 4
+    assert found["differing"] == {}
+    assert not found["our_warnings"]
+    theirs = rows_of(tmp_path / "graded" / "stock", "partial")
+    assert [theirs[("partly", "partial", cell)][0] for cell in ("test_halves_score", "test_halves_hidden_score",
+            "test_halves_negative", "test_halves_shown")] == [0.5, 0.5, 1.0, 0.0]
+    assert theirs[("solution", "partial", "test_halves_shown")][0] == 1.0
+
+
+def test_check_reads_a_course_with_its_own_markers_as_build_does(tmp_path, capsys):
+    """`check --allow-asserts` gated the course's notebooks as written, where `## BEGIN ANSWER` and `## BEGIN SECRET
+    TESTS` are no markers to nbgrader's defaults: it took the hand-graded answer cell `explain` as solution from
+    top to bottom and failed it (m) for having no question (its `def` line), and its (d) looked for hidden tests
+    it could not see. It now reads them as build copies them (the course's markers written as nbgrader's
+    defaults), naming the course's own files."""
+    from conformance_corpus import write_custom_course
+
+    course = write_custom_course(tmp_path / "source")
+    assert main(["check", str(course), "--allow-asserts", "--quiet"]) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"PASS  {course / 'custom' / 'custom.ipynb'}" in out, out
+    assert "no solution code or hidden test text in the release" in out, out
+    assert "ok   (m)" in out, out
+
+
 def test_a_course_notebook_without_cell_ids_merges_without_a_warning():
     """Public courses' notebooks are often nbformat 4.0-4.4, without cell ids. The graded notebook course-grader
     assembles is nbformat 4.5: its cells copied from such a course notebook had no id, and nbformat printed a
@@ -259,6 +282,22 @@ def test_zero_point_cells_of_an_nbgrader_course_pass_the_gate_with_allow_asserts
                                                                                  points=0)))
     assert manual_cell_problems(nb, zero_points_ok=True) == []
     assert [p for p in manual_cell_problems(nb) if "worth no points" in p]
+
+
+def test_an_assert_only_test_ending_in_its_score_passes_the_gate_with_allow_asserts():
+    """Autograde now scores an assert-only test's last number as nbgrader does, so with --allow-asserts (an nbgrader
+    course brought in) the gate (e) no longer fails the idiom; a test of this course's own notebooks still may not
+    end in a number, and a test that records may not either (its number would be ignored)."""
+    from conformance_corpus import partial
+    from grader.engine.course import structure_problems
+
+    assert structure_problems(partial(), header_required=False) == []
+    ends = [p for p in structure_problems(partial()) if "ends with an expression" in p]
+    assert len(ends) == 4, ends
+    recording = partial()
+    recording.cells[2].source += "\nfrom grader.record import record\nrecord('k', 1.0)\nscore"
+    assert [p.split(" ends")[0] for p in structure_problems(recording, header_required=False)] == [
+        "graded test cell 'test_halves_score'"]
 
 
 def test_a_course_stub_build_does_not_take_is_said(tmp_path):

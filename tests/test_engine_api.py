@@ -124,6 +124,34 @@ def test_a_failing_reference_run_names_the_set_up_cell_that_failed_first(tmp_pat
     assert "ModuleNotFoundError" in message
 
 
+def test_a_test_the_solution_fails_refuses_the_assignment_and_says_what_to_do(tmp_path):
+    """jhamrick/nbgrader-demo's ps1 checks `result.dtype` against `np.float`, removed in numpy 1.24: stock nbgrader
+    grades the assignment and scores that test 0 for every student, without a word. course-grader refuses it
+    (a deliberate difference, README): the message names the cell and its error, says what stock would have done,
+    and what to do; the submissions wait for the next autograde."""
+    nb = nbformat.read(str(PLAIN), as_version=4)
+    cell_with_id(nb, "shout_test").source = "import numpy as np\nassert np.zeros(2).dtype == np.float"
+    source = write(nb, tmp_path / "removed_alias.ipynb")
+    with pytest.raises(ReferenceRunError) as err:
+        run_reference(source, workdir=tmp_path / "ref", limits=Limits(cell_timeout_s=30))
+    message = str(err.value)
+    assert "graded test cell 'shout_test' did not pass with the solution" in message
+    assert "AttributeError: module 'numpy' has no attribute 'float'" in message
+    assert "Stock nbgrader would score that test 0 for every student" in message
+    assert "Fix that cell in the source notebook" in message and "run autograde again" in message
+
+
+def test_a_test_whose_solution_ends_above_its_points_is_refused(tmp_path):
+    """nbgrader takes a test's last number as its score, and stops grading a submission where it is above the
+    cell's points: a test whose solution does so would stop every submission."""
+    nb = nbformat.read(str(PLAIN), as_version=4)
+    cell_with_id(nb, "shout_test").source = "score = 1e6\nscore"
+    source = write(nb, tmp_path / "above.ipynb")
+    with pytest.raises(ReferenceRunError, match="shout_test.* ends in '1000000.0', above its") as err:
+        run_reference(source, workdir=tmp_path / "ref", limits=Limits(cell_timeout_s=30))
+    assert "make its last line a score between 0 and the points" in str(err.value)
+
+
 def test_refuses_to_run_unsandboxed_unless_asked(monkeypatch, tmp_path, run):
     monkeypatch.setattr(execute, "sandbox_status", lambda: (False, "bwrap is missing"))
     refs = References.load(run[1][PLAIN])
@@ -146,6 +174,16 @@ def test_validate_runs_the_visible_tests_as_they_are(run, tmp_path):
     (tmp_path / "bad.ipynb").write_text("{")
     with pytest.raises(ValueError, match="not valid JSON"):
         validate(tmp_path / "bad.ipynb", workdir=tmp_path / "v3")
+
+
+def test_validate_scores_a_test_that_ends_in_a_number_as_nbgrader_does(run, tmp_path):
+    """A test whose last line is its score (nbgrader's partial credit) passed the self-check in full."""
+    nb = nbformat.read(str(run[0] / "ps.ipynb"), as_version=4)
+    cell_with_id(nb, "shout_test").source = "score = 0.25\nscore"
+    checked = validate(write(nb, tmp_path / "scored.ipynb"), workdir=tmp_path / "v", limits=Limits(cell_timeout_s=30))
+    shout = next(t for t in checked if t.grade_id == "shout_test")
+    assert (shout.status, shout.points) == ("failed", 0.25), shout
+    assert "last line gives 0.25 of 1 points" in shout.reason
 
 
 def test_a_workdir_holding_the_source_is_refused(run, tmp_path):

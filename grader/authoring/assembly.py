@@ -47,6 +47,21 @@ def course_notebooks(course: Path) -> list[Path]:
     return found
 
 
+def gated_notebooks(course: Path, scratch: Path) -> dict[Path, Path]:
+    """What ``check`` gates: each of :func:`course_notebooks`, as the gate reads it -> the notebook it stands for.
+    The assignments of a course in nbgrader's layout whose nbgrader_config.py sets its own region markers are
+    copied into ``scratch`` with them written as nbgrader's defaults, as build copies them
+    (:func:`grader.authoring.nbcourse.copy_assignment`, files and sub-folders included); any other notebook is
+    gated where it is."""
+    from .nbcourse import copy_assignment
+
+    layout = _nbgrader_layout(course) if course.is_dir() else None
+    if layout is None or not layout.markers:
+        return {notebook: notebook for notebook in course_notebooks(course)}
+    return {copy: folder / copy.name for assignment, folder in layout.assignments.items()
+            for copy in copy_assignment(folder, scratch / assignment, markers=layout.markers)}
+
+
 def course_folder(given: Path | None = None) -> Path:
     """The folder of source notebooks: ``given``; else ``./course``; else the ``course/`` folder of
     the checkout this package was installed from (so an installed command works anywhere)."""

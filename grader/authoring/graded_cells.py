@@ -193,7 +193,7 @@ def kernel_word_hint(cells) -> str:
              for cell in cells if asserts_only(cell)]
     if not named:
         return ""
-    return (f"assert-only test cells, scored as nbgrader scores them (full marks when they raise nothing), so a "
+    return (f"assert-only test cells, scored as nbgrader scores them (full marks when they raise nothing, or the number their last line shows), so a "
             f"student's code can forge them: {', '.join(named)}. To make the grader decide, add at the end of each "
             f"a hidden part that records the student's results on fresh inputs:\n"
             f"    ### {HIDDEN_BEGIN}\n    {RECORD_IMPORT}\n"

@@ -109,7 +109,7 @@ _RECORD_CALL = re.compile(r"\brecord\s*\(")
 
 def asserts_only(cell: NotebookNode) -> bool:
     """A graded test cell that calls no ``record()`` (stock nbgrader's kind: it asserts, and nbgrader
-    scores it full marks iff it runs without an error). Its verdict rests on the kernel's own word:
+    scores it full marks when it runs without an error, or the number its last line shows: grader.engine.output_score). Its verdict rests on the kernel's own word:
     a student's code runs in the same kernel and can make the asserts pass (THREAT_MODEL.md)."""
     return is_test(cell) and not _RECORD_CALL.search(cell.get("source", ""))
 
@@ -348,7 +348,8 @@ def structure_problems(nb: NotebookNode, header_required: bool = True) -> list[s
     """Gate (e) and the exercise layout: ids unique, points add up, every exercise well formed. The header's
     ``Total points: N`` and a point for every test are this course's conventions: without ``header_required``
     (a course brought in from nbgrader) a notebook may leave the header out and have 0-point tests (a check
-    the student runs for nothing, as nbgrader allows), but a header it has must add up."""
+    the student runs for nothing, as nbgrader allows), but a header it has must add up; and an assert-only test
+    may end in its score, which both graders read as nbgrader does (grader.engine.output_score)."""
     problems = []
     seen: dict[str, int] = {}
     for index, cell in enumerate(nb.cells):
@@ -364,7 +365,9 @@ def structure_problems(nb: NotebookNode, header_required: bool = True) -> list[s
             seen[grade_id] = index
         if is_test(cell) and not cell_points(cell) > 0 and header_required:
             problems.append(f"graded test cell {grade_id!r} is worth no points")
-        if is_test(cell) and (ends_with_a_number(cell.source) or ends_with_a_number(strip_hidden(cell.source))):
+        scored_by_output = asserts_only(cell) and not header_required  # an nbgrader course's partial credit
+        if is_test(cell) and not scored_by_output and (ends_with_a_number(cell.source)
+                                                       or ends_with_a_number(strip_hidden(cell.source))):
             problems.append(f"graded test cell {grade_id!r} ends with an expression: its value is shown "
                             "as the cell's output, and stock nbgrader takes a number there as the cell's "
                             "score (partial credit); end the cell with a statement, e.g. a print()")

@@ -26,6 +26,7 @@ from .failures import raised_in_answer, visible_message
 from .kernel import CellRun
 from .merge import Merged, Role, merge, plain_text, read_submission, store_written_answers
 from .notebook_run import RECORD_LIMITS, run_notebook, scrub_tainted
+from .output_score import output_points, result_text, too_high
 from .references import References, sha256_of
 from .sandbox import Limits, SandboxUnavailable, sandbox_status
 from .shares import TOLERANCE, earned, has_shares
@@ -40,6 +41,14 @@ __all__ = ["Limits", "TestResult", "NotebookResult", "References", "ReferenceRun
 
 class ReferenceRunError(RuntimeError):
     """The instructor's solution did not pass its own tests (or recorded nothing)."""
+
+
+# Stock nbgrader grades such an assignment and scores the failing test 0 for every student, without a word (a test
+# written for an older library, e.g. numpy's removed ``np.float``, or a package the course no longer installs);
+# course-grader refuses it instead (README, THREAT_MODEL.md: deliberate differences).
+REFUSED = ("Stock nbgrader would score that test 0 for every student; course-grader grades no submission of "
+           "this assignment until the solution passes it. Fix that cell in the source notebook (run it there to "
+           "see the error) and run autograde again: the collected submissions wait, and are graded then")
 
 
 @dataclass
@@ -137,12 +146,16 @@ def run_reference(source: Path, *, workdir: Path, limits: Limits = Limits(),
             first = _first_failure(nb, runs, i)
             cause = f"; the first cell that failed is {first}" if first else ""
             raise ReferenceRunError(f"{where} did not pass with the solution ({run.status}: "
-                                    f"{run.error or 'see the notebook'}){cause}; fix the notebook")
+                                    f"{run.error or 'see the notebook'}){cause}. {REFUSED}")
         if None in run.records:
             raise ReferenceRunError(f"{where} recorded values over the grader's size limit "
                                     f"({RECORD_LIMITS}); record smaller values")
         by_key, bad = collect(run.payloads())
         if not bad and not by_key and asserts_only(nb.cells[i]):
+            if too_high(cell_points(nb.cells[i]), run.outputs):
+                raise ReferenceRunError(f"{where} ends in {result_text(run.outputs)[:40]!r}, above its "
+                                        f"{cell_points(nb.cells[i]):g} points: nbgrader would stop grading every "
+                                        "submission there; make its last line a score between 0 and the points")
             cells[role.grade_id] = {}  # nothing to compare: the verdict rests on the kernel's word
             continue
         if bad or not by_key:
@@ -229,6 +242,8 @@ def grade(source: Path, submission: Path | None, references: References, *, work
             cell = merged.notebook.cells[i]
             test = tests[role.grade_id] = _verdict(role.grade_id, cell_points(cell), runs.get(i),
                                                    references.cells.get(role.grade_id), problems, cell.source)
+            if test.kernel_word and test.status == "passed":
+                test = tests[role.grade_id] = _scored_by_output(test, runs[i].outputs, problems)
             answers, reading = read.get(i, ([], Reading()))
             if reading.problems and test.points > 0:
                 exercise = next((merged.roles[a].grade_id for a in answers if merged.roles[a].grade_id), role.grade_id)
@@ -341,6 +356,22 @@ def _verdict(gid: str, points: float, run: CellRun | None, expected: dict | None
     return result(status, test_reason(status, run.part, run.error, why))
 
 
+def _scored_by_output(test: TestResult, outputs: list, problems: list[str]) -> TestResult:
+    """An assert-only test that ran to its end, scored as nbgrader scores it from its result (``Out``):
+    a number below the points is partial credit (grader.engine.output_score); still on the kernel's word."""
+    points = output_points(test.max_points, outputs)
+    if too_high(test.max_points, outputs):
+        problems.append(f"{test.grade_id} ended in {result_text(outputs)[:40]!r}, above its {test.max_points:g} "
+                        "points: scored its points (nbgrader's autograde stops on this submission)")
+    if points >= test.max_points:
+        return test
+    reason = (f"Partly right: the test ran without an error and its last line gave {points:g} of "
+              f"{test.max_points:g} points" if points > 0 else
+              "The test ran without an error, but its last line gave 0 points")
+    return TestResult(test.grade_id, test.max_points, points, "failed",
+                      reason + " (scored as nbgrader scores it, on the kernel's word).", kernel_word=True)
+
+
 def _unchecked(keys: list[str], run: CellRun, expected: dict | None) -> list[str]:
     """The ``keys`` never recorded because the cell stopped (an error in its visible part, or part-way
     through its hidden part) before reaching them: not checked, rather than not passed."""
@@ -380,7 +411,8 @@ def _first_line(text: str, limit: int = 200) -> str:
 
 
 def validate(notebook: Path, *, workdir: Path, limits: Limits = Limits()) -> list[TestResult]:
-    """The student self-check: run ``notebook`` as it is; a test passes iff its cell ran cleanly.
+    """The student self-check: run ``notebook`` as it is; a test passes iff its cell ran cleanly (and a test
+    that ends in a number scores it, as nbgrader does: :mod:`grader.engine.output_score`).
 
     Runs without the sandbox (it is the student's own code on the student's machine). Raises
     ValueError when the notebook cannot be read.
@@ -405,6 +437,9 @@ def validate(notebook: Path, *, workdir: Path, limits: Limits = Limits()) -> lis
                   "error": f"The test raised {_first_line(run.error)}.",
                   "timeout": "The test did not finish within the time limit."}.get(
             status, f"The test did not run: {run.error or 'the kernel had stopped'}.")
-        results.append(TestResult(role.grade_id, pts, pts if status == "passed" else 0.0,
-                                  status, reason))
+        points = output_points(pts, run.outputs) if status == "passed" else 0.0  # nbgrader's partial credit
+        if points < pts and status == "passed":
+            status, reason = "failed", (f"The test ran without an error; its last line gives {points:g} of {pts:g} "
+                                        "points (the score nbgrader reads there).")
+        results.append(TestResult(role.grade_id, pts, points, status, reason))
     return results

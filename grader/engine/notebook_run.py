@@ -12,6 +12,7 @@ autograded notebook or the feedback made from it.
 """
 from __future__ import annotations
 
+import ast
 import time
 from pathlib import Path
 
@@ -30,14 +31,29 @@ TAINTED_NOTE = ("[course-grader: the outputs of cells run after the first hidden
                 "run your notebook to see them]\n")
 
 
+def _last_statement(parts: list[tuple[str, bool]]) -> int:
+    """The index of the last part that holds a statement: the only one whose result (``Out``) the cell, run
+    whole as nbgrader runs it, would show."""
+    for index in range(len(parts) - 1, -1, -1):
+        try:
+            if ast.parse(parts[index][0]).body:
+                return index
+        except SyntaxError:
+            return index
+    return -1
+
+
 def _run_test_cell(kernel: Kernel, source: str, timeout: float, hidden_started: bool) -> CellRun:
-    """One test cell, part by part, within ``timeout`` seconds for the whole cell."""
+    """One test cell, part by part, within ``timeout`` seconds for the whole cell. Only the part holding the
+    cell's last statement keeps its result (``Out``): nbgrader scores a cell by it (grader.engine.output_score)."""
     deadline = time.monotonic() + timeout
     total = CellRun("ok", tainted=hidden_started)
-    for code, hidden in split_hidden(source):
+    parts = split_hidden(source)
+    last = _last_statement(parts)
+    for index, (code, hidden) in enumerate(parts):
         run = kernel.run(code, timeout=max(0.0, deadline - time.monotonic()), store_history=not hidden)
         total.tainted |= hidden
-        total.outputs += run.outputs
+        total.outputs += [o for o in run.outputs if index == last or o.get("output_type") != "execute_result"]
         total.records += run.records
         total.record_bytes += run.record_bytes
         total.truncated |= run.truncated

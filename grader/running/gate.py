@@ -25,8 +25,8 @@ For each source notebook:
 The trusted reference run also fails when a graded test cell that calls ``record()`` records no value. Grading runs
 through :mod:`grader.engine.execute`; the runs of all notebooks share one pool of ``workers`` processes.
 
-An assert-only test cell (no ``record()``, stock nbgrader's kind: the engine scores it full marks iff it runs
-without an error) fails (f) unless the gate runs with ``allow_asserts`` (``--allow-asserts``), meant for an
+An assert-only test cell (no ``record()``, stock nbgrader's kind: the engine scores it as nbgrader does: full marks
+when it runs without an error, or the number its last line shows) fails (f) unless the gate runs with ``allow_asserts`` (``--allow-asserts``), meant for an
 nbgrader course brought in as it is; either way a line "kernel's word" names those cells and shows how to add
 a hidden part that records.
 """
