@@ -35,6 +35,9 @@ reached statements:
   in the reached code also ``getattr`` with a name that is not a literal, ``sys``, ``inspect``,
   ``types`` and private attributes other than the answer's own (``self._modules``) and plain dunders.
 
+Each construct is found in a statement by :mod:`grader.engine.answer_constructs`; this module decides
+which statements are read, under which rules, and says what was found.
+
 Reading is bounded: a student cell over the caps of :mod:`grader.engine.answer_limits` is not parsed,
 a ``RecursionError`` or parser error while reading is a finding, and the grading worker reads in a
 child process with a time and a memory limit (:mod:`grader.engine.answer_bounds`); each of these flags
@@ -51,25 +54,17 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from .answer_constructs import (DYNAMIC_MODULES, DYNAMIC_NAMES, attributes, dynamic_code, host_syncs_in_loops,
+                                imported_modules, loops, modules_named, non_integer_powers)
 from .answer_copies import d2lite_copies
 from .answer_limits import cells_over_caps
-from .answer_scope import (OPENING_DUNDERS, UNRESOLVABLE_MODULES, UNRESOLVABLE_NAMES, _selves, own_names,
-                           shared_state, unresolvable)
+from .answer_scope import own_names, shared_state, unresolvable
 from .answer_source import Statement, cell_statements, reachable
 
 __all__ = ["Rules", "Reading", "declared_rules", "rule_problems", "answer_reading", "answer_problems",
            "test_cell_readings", "exercises", "test_cell_problems", "source_reason", "review_note", "REVIEW_REASON", "REVIEW_PREFIX",
            "DYNAMIC_NAMES", "DYNAMIC_MODULES"]
 
-DYNAMIC_NAMES = UNRESOLVABLE_NAMES
-DYNAMIC_MODULES = UNRESOLVABLE_MODULES | {"sys", "inspect", "types", "pydoc"}  # in the reached code
-ALLOWED_PRIVATE = frozenset({"__init__", "__name__", "__class__", "__qualname__", "__version__", "__doc__",
-                             "__module__", "__len__", "__call__", "__repr__", "__str__"})
-LOOP_NAMES = frozenset({"map", "filter", "reduce", "starmap", "accumulate", "itertools"})
-LOOP_ATTRIBUTES = frozenset({"apply_", "map_", "map2_"})
-SYNC_ATTRIBUTES = frozenset({"item", "tolist", "numpy", "cpu"})
-SYNC_NAMES = frozenset({"float", "int", "bool", "print"})
-LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 D2LITE = "d2lite"
 
 
@@ -127,139 +122,6 @@ def declared_rules(test_source: str) -> Rules:
         return Rules()
     values = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
     return Rules(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
-
-
-# --- what a statement names ---------------------------------------------------------------------
-
-def _own_attributes(node: ast.AST) -> set[int]:
-    """ids of the ``self.name`` nodes in the methods of a class in ``node`` whose ``name`` the class's own
-    methods assign (``self.multi_head_attention = ...``): the student's own attribute, named as they like."""
-    found = set()
-    for cls in (n for n in ast.walk(node) if isinstance(n, ast.ClassDef)):
-        uses = []
-        for method in (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
-            if method.args.args:
-                first = method.args.args[0].arg
-                uses += [n for n in ast.walk(method) if isinstance(n, ast.Attribute)
-                         and isinstance(n.value, ast.Name) and n.value.id == first]
-        assigned = {n.attr for n in uses if isinstance(n.ctx, ast.Store)}
-        found |= {id(n) for n in uses if n.attr in assigned}
-    return found
-
-
-def _attributes(node: ast.AST) -> list[tuple[str, int]]:
-    """(attribute or imported name, line) for every one in ``node``, but for the student's own attributes
-    (:func:`_own_attributes`)."""
-    found = []
-    own = _own_attributes(node)
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Attribute) and id(sub) not in own:
-            found.append((sub.attr, sub.lineno))
-        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
-            module = sub.module or "" if isinstance(sub, ast.ImportFrom) else ""
-            for part in module.split("."):
-                found.append((part, sub.lineno))
-            for alias in sub.names:
-                found.extend((part, sub.lineno) for part in alias.name.split("."))
-    return found
-
-
-def _modules_named(node: ast.AST) -> list[tuple[str, int]]:
-    """(name, line) for every plain name read and every module imported in ``node``."""
-    found = []
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Name):
-            found.append((sub.id, sub.lineno))
-        elif isinstance(sub, ast.Import):
-            found.extend((alias.name.split(".")[0], sub.lineno) for alias in sub.names)
-        elif isinstance(sub, ast.ImportFrom):
-            found.append(((sub.module or "").split(".")[0], sub.lineno))
-    return found
-
-
-def _imported(node: ast.AST) -> set[str]:
-    """The top-level module names ``node`` imports (``import sys`` and ``from sys import path`` give sys)."""
-    if isinstance(node, ast.Import):
-        return {alias.name.split(".")[0] for alias in node.names}
-    if isinstance(node, ast.ImportFrom):
-        return {(node.module or "").split(".")[0]}
-    return set()
-
-
-def _reached_dynamic(statement: Statement, importable: set[str]) -> list[str]:
-    """Code in a statement the tested names reach that decides at run time what it calls: beyond
-    :func:`grader.engine.answer_scope.unresolvable` (judged in every student cell), here also ``getattr``
-    with a name that is not a string literal, modules that reach frames and namespaces (``sys``,
-    ``inspect``, ``types``) and private attributes other than the answer's own (``self._modules``) and
-    plain dunders (``__class__``, ``__name__``, ``__version__``).
-
-    importable: the names of DYNAMIC_MODULES that an instructor's cell imported (a student who reads
-    them uses the module)."""
-    problems = []
-    selves = _selves(statement.node)
-    for sub in ast.walk(statement.node):
-        if isinstance(sub, (ast.Import, ast.ImportFrom)):
-            problems += [f"`import {name}` (cell {statement.cell}, line {sub.lineno})"
-                         for name in sorted(_imported(sub) & DYNAMIC_MODULES)]
-        elif isinstance(sub, ast.Name) and sub.id in importable:
-            problems.append(f"`{sub.id}` (cell {statement.cell}, line {sub.lineno})")
-        elif isinstance(sub, ast.Attribute) and sub.attr.startswith("_") and sub.attr not in ALLOWED_PRIVATE and not (
-                isinstance(sub.value, ast.Name) and id(sub.value) in selves and sub.attr not in OPENING_DUNDERS):
-            problems.append(f"the private attribute `{sub.attr}` (cell {statement.cell}, line {sub.lineno})")
-        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("getattr", "hasattr"):
-            name = sub.args[1] if len(sub.args) > 1 else None
-            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
-                problems.append(f"`getattr` with a name the grader cannot read (cell {statement.cell}, line {sub.lineno})")
-    return problems
-
-
-def _over_literal(loop: ast.AST) -> bool:
-    """A loop over a tuple or list written out in the code (``for t in (X, Y)``): it checks or handles the
-    few objects named there, it does not loop over a tensor's elements."""
-    iters = [loop.iter] if isinstance(loop, (ast.For, ast.AsyncFor)) else [
-        g.iter for g in getattr(loop, "generators", [])]
-    return bool(iters) and all(isinstance(i, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in i.elts)
-                               for i in iters)
-
-
-def _loops(statement: Statement) -> list[str]:
-    problems = []
-    recursive = {node.name for node in ast.walk(statement.node) if isinstance(node, ast.FunctionDef)
-                 and any(isinstance(s, ast.Name) and s.id == node.name for s in ast.walk(node))}
-    for sub in ast.walk(statement.node):
-        if isinstance(sub, LOOPS) and not _over_literal(sub):
-            problems.append(f"a loop (`{type(sub).__name__}`, cell {statement.cell}, line {sub.lineno})")
-        elif isinstance(sub, ast.Name) and sub.id in LOOP_NAMES:
-            problems.append(f"`{sub.id}` (cell {statement.cell}, line {sub.lineno})")
-        elif isinstance(sub, ast.Attribute) and sub.attr in LOOP_ATTRIBUTES | LOOP_NAMES:
-            problems.append(f"`{sub.attr}` (cell {statement.cell}, line {sub.lineno})")
-    problems += [f"recursion (`{name}` calls itself, cell {statement.cell})" for name in sorted(recursive)]
-    return problems
-
-
-def _syncs_in_loops(statement: Statement) -> list[str]:
-    problems = []
-    for loop in (n for n in ast.walk(statement.node) if isinstance(n, LOOPS)):
-        for sub in ast.walk(loop):
-            if not isinstance(sub, ast.Call):
-                continue
-            func = sub.func
-            name = func.attr if isinstance(func, ast.Attribute) and func.attr in SYNC_ATTRIBUTES else (
-                func.id if isinstance(func, ast.Name) and func.id in SYNC_NAMES else None)
-            if name:
-                problems.append(f"`{name}()` inside a loop (cell {statement.cell}, line {sub.lineno})")
-    return sorted(set(problems))
-
-
-def _powers(statement: Statement) -> list[str]:
-    """``x ** e`` where ``e`` is not an integer literal (``x ** 0.5`` is a square root)."""
-    found = []
-    for sub in ast.walk(statement.node):
-        if isinstance(sub, (ast.BinOp, ast.AugAssign)) and isinstance(sub.op, ast.Pow):
-            exponent = sub.right if isinstance(sub, ast.BinOp) else sub.value
-            if not (isinstance(exponent, ast.Constant) and type(exponent.value) is int):
-                found.append(f"`**` with an exponent that is not a whole number (cell {statement.cell}, line {sub.lineno})")
-    return found
 
 
 # --- the verdict --------------------------------------------------------------------------------
@@ -345,7 +207,7 @@ def answer_reading(cells: list[tuple[str, str]], answer_cells: list[int], test_c
                 problems.append(f"code the grader cannot read: a cell it could not parse (cell {index}, line 1)")
             statements += read or []
     student = [s for s in statements if s.student]
-    importable = {name for s in statements if not s.student for name in _imported(s.node)} & DYNAMIC_MODULES
+    importable = {name for s in statements if not s.student for name in imported_modules(s.node)} & DYNAMIC_MODULES
     tested = _tested_names(cells[test_cell][1], test_cell) if test_cell < len(cells) else set()
     start = [s for s in statements if (s.cell in answer_cells and isinstance(s.node, DEFINITIONS))
              or (s.student and s.binds & tested)]
@@ -358,27 +220,27 @@ def answer_reading(cells: list[tuple[str, str]], answer_cells: list[int], test_c
     for statement in student:
         problems += [f"code the grader cannot read: {p}" for p in unresolvable(statement)]
         if id(statement) in counted:
-            problems += [f"code the grader cannot read: {p}" for p in _reached_dynamic(statement, importable)]
+            problems += [f"code the grader cannot read: {p}" for p in dynamic_code(statement, importable)]
         else:
             problems += [f"code that changes what other cells share: {p}"
                          for p in shared_state(statement, own_objects, modules)]
     words = {_norm(w) for w in rules.avoid}
     own = {_norm(name) for name in _defined([s for s in reached if s.cell in answer_cells])}
-    names_d2lite = any(name == D2LITE for s in reached for name, _ in _modules_named(s.node))
+    names_d2lite = any(name == D2LITE for s in reached for name, _ in modules_named(s.node))
     for statement in reached:  # the instructor's cells are followed for what they reach, never read for rules
-        for attribute, line in (_attributes(statement.node) if statement.student else ()):
+        for attribute, line in (attributes(statement.node) if statement.student else ()):
             key = _norm(attribute)
             if any(w in key for w in words) or (names_d2lite and key in own):
                 problems.append(f"`{attribute}` (cell {statement.cell}, line {line})")
         if statement.student:
-            problems += d2lite_copies(statement, words, own) + (_powers(statement) if "pow" in words else [])
+            problems += d2lite_copies(statement, words, own) + (non_integer_powers(statement) if "pow" in words else [])
             problems += [f"the module `{name}` (cell {statement.cell}, line {line})"
-                         for name, line in _modules_named(statement.node) if name in rules.no_modules]
-            problems += _loops(statement) if rules.no_loops else []
-            problems += _syncs_in_loops(statement) if rules.no_host_sync_in_loops else []
+                         for name, line in modules_named(statement.node) if name in rules.no_modules]
+            problems += loops(statement) if rules.no_loops else []
+            problems += host_syncs_in_loops(statement) if rules.no_host_sync_in_loops else []
         elif rules.no_modules:
             problems += [f"the module `{name}` (cell {statement.cell}, line {line})"
-                         for name, line in _modules_named(statement.node)
+                         for name, line in modules_named(statement.node)
                          if name in rules.no_modules and isinstance(statement.node, (ast.Import, ast.ImportFrom))]
     seeds = [s for s in statements if s.binds & tested]  # certain: only in what the tested names themselves reach
     by_tests = {id(s) for s in reachable(seeds, [s for s in statements if not any(s is t for t in seeds)])}

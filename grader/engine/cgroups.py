@@ -19,6 +19,8 @@ where the same hierarchy offers them; where it does not (an H100 machine's cgrou
 alone), the group bounds memory only, CPU stays bounded by CPU seconds and processes by the kernel
 uid's ``RLIMIT_NPROC``, and :func:`cgroup_gaps` names what is missing so that ``autograde`` warns.
 Memory is the one that matters most: it is what lets a kernel use a GPU (:func:`grader.engine.sandbox.gpu_devices`).
+Each local grading worker gets a group of the same kind, for memory alone, beside the kernels' groups
+(:meth:`KernelGroup.for_memory`, :mod:`grader.running.worker_memory`).
 
     group = KernelGroup.create(limits, cores=1.0)   # None where cgroups cannot be used
     argv = group.wrap(argv)                          # the command joins the group, then execs argv
@@ -214,6 +216,32 @@ class KernelGroup:
             group.close()
             raise
         return group
+
+    @classmethod
+    def for_memory(cls, memory_bytes: int, label: str) -> "KernelGroup | None":
+        """A group that bounds memory alone (a grading worker's: :mod:`grader.running.worker_memory`), made
+        where kernels' groups are, beside them; None where cgroups cannot be used. Raises OSError when
+        making it failed."""
+        version, bases, _, _ = _bases()
+        if not version:
+            return None
+        _sweep(version, bases)
+        name = f"{PREFIX}{os.getpid()}-{label}"
+        group = cls(version, {c: b / name for c, b in bases.items() if c in ("unified", REQUIRED)}, memory_bytes,
+                    (REQUIRED,))
+        try:
+            for folder in set(group.dirs.values()):
+                folder.mkdir()
+            group._limit(cores=0.0, processes=0)  # memory only: cpu and pids are not among its controllers
+        except OSError:
+            group.close()
+            raise
+        return group
+
+    def join(self) -> None:
+        """Move this process into the group (its later children start in it). Raises OSError if refused."""
+        for folder in sorted(set(self.dirs.values())):
+            _write(folder / "cgroup.procs", os.getpid())
 
     def file(self, controller: str, name: str) -> Path:
         """The path of the group's file ``name`` (of ``controller``'s hierarchy, under v1)."""

@@ -103,11 +103,13 @@ def sandbox_status() -> tuple[bool, str]:
 def _rlimits(limits: Limits, *, own_uid: bool, address_space: bool = True) -> list[str]:
     """prlimit arguments. RLIMIT_NPROC counts every process of the uid, so it is only set when
     the kernel has a uid of its own (otherwise a user's browser threads would count too).
-    ``address_space`` False leaves RLIMIT_AS unset: for kernels that use a GPU (see :func:`gpu_devices`)."""
+    ``address_space`` False leaves RLIMIT_AS unset: for kernels that use a GPU (see :func:`gpu_devices`).
+    RLIMIT_DATA is set with it, to the same budget: a grading worker without cgroups bounds itself by a
+    lower soft RLIMIT_DATA (:mod:`grader.running.worker_memory`), which its kernels must not inherit."""
     mb = 1024 * 1024
     cpu = int(limits.cpu_seconds)
     nproc = [f"--nproc={limits.max_processes}"] if own_uid else []
-    memory = [f"--as={limits.memory_mb * mb}"] if address_space else []
+    memory = [f"--as={limits.memory_mb * mb}", f"--data={limits.memory_mb * mb}"] if address_space else []
     return ["prlimit", *memory, f"--cpu={cpu}:{cpu + 5}", *nproc,
             f"--fsize={limits.max_file_mb * mb}", "--core=0", "--nofile=1024", "--"]
 

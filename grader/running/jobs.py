@@ -24,6 +24,7 @@ from ..engine.cgroups import set_kernel_slots
 from ..engine.cleanup import scratch_folder
 from ..engine.course import safe_relative_name, support_files_under
 from ..engine.sandbox import Limits
+from .worker_memory import bound_worker, check_bounded
 
 __all__ = ["Assignment", "ReferenceJob", "GradeJob", "NotebooksJob", "run_reference_job", "run_grade_job",
            "run_notebooks_job", "run_notebooks_reference_job", "merged_results", "start_worker", "share_cores",
@@ -81,6 +82,7 @@ def run_reference_job(job: ReferenceJob) -> dict:
     """Run the trusted solution; return its reference values (``References.to_dict()``)."""
     from ..engine.execute import run_reference
 
+    check_bounded()
     with scratch_folder("reference") as scratch:
         source = job.assignment.write(Path(scratch) / "trusted")
         return run_reference(source, workdir=Path(scratch) / "work", limits=job.limits,
@@ -94,6 +96,7 @@ def run_grade_job(job: GradeJob) -> dict:
     from ..engine.execute import grade
     from ..engine.references import References
 
+    check_bounded()
     with scratch_folder("submission") as scratch:
         source = job.assignment.write(Path(scratch) / "trusted")
         submission = None
@@ -151,10 +154,12 @@ def failed_result(assignment: Assignment, why: str) -> dict:
     return {"tests": tests, "problems": [why], "notebook": nbformat.writes(nb)}
 
 
-def start_worker(workers: int, parent: int) -> None:
-    """Runs first in each local worker process: it ends with its parent, and shares the cores."""
+def start_worker(workers: int, parent: int, memory_mb: int) -> None:
+    """Runs first in each local worker process: it ends with its parent, shares the cores, and bounds its
+    memory to ``memory_mb`` (:mod:`grader.running.worker_memory`)."""
     die_with_parent(parent)
     share_cores(workers)
+    bound_worker(memory_mb)
 
 
 def die_with_parent(parent: int) -> None:

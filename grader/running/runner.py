@@ -16,6 +16,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from ..authoring.assembly import GraderError
 from .jobs import start_worker
+from .worker_memory import WORKER_MEMORY_MB
 
 __all__ = ["LocalRunner", "WorkerLost", "open_runner"]
 
@@ -27,15 +28,16 @@ class WorkerLost(GraderError):
 
 
 class LocalRunner:
-    """``workers`` processes on this machine (spawned: no state inherited from the caller)."""
+    """``workers`` processes on this machine (spawned: no state inherited from the caller), each bounded to
+    ``memory_mb`` of memory (:mod:`grader.running.worker_memory`)."""
 
-    def __init__(self, workers: int):
-        self.workers = max(1, workers)
+    def __init__(self, workers: int, memory_mb: int = WORKER_MEMORY_MB):
+        self.workers, self.memory_mb = max(1, workers), memory_mb
         self._pool = self._new_pool()
 
     def _new_pool(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=start_worker, initargs=(self.workers, os.getpid()))
+                                   initializer=start_worker, initargs=(self.workers, os.getpid(), self.memory_mb))
 
     def replace(self) -> None:
         """A new pool of workers in place of a broken one (its jobs are lost; its workers are ended)."""
