@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -28,22 +29,56 @@ NBGRADER = "import sys; from nbgrader.apps.nbgraderapp import main; sys.exit(mai
 A = "01_fixture"  # scale (2 pts), pairwise (3 pts), mean_of (1 pt): the test cells' nbgrader points
 
 
-_RELEASED: Path | None = None  # the fixture course built and released once per process (test session)
+_SHARED: Path | None = None  # the folder that every test process of this run shares (set by tests/conftest.py)
+
+
+def share_across_processes(folder: Path) -> None:
+    """Make the built course and the graded class once per test run in ``folder``, not once per process:
+    under pytest-xdist every worker's session gives the same ``folder`` (its base temp's parent), and the
+    first worker to need one makes it while the others wait on its file lock."""
+    global _SHARED
+    _SHARED = folder
+
+
+def _made_once(name: str, make) -> Path:
+    """``<shared folder>/<name>``, made by ``make(folder)`` once per test run (once per process without a
+    shared folder). A ``done`` file, written last, marks it complete: one left half made by a failed
+    ``make`` is removed and made again by the next caller."""
+    if _SHARED is None:
+        folder = Path(tempfile.mkdtemp(prefix=f"classroom-{name}-"))
+        atexit.register(shutil.rmtree, folder, True)
+        make(folder)
+        return folder
+    from filelock import FileLock
+
+    folder = _SHARED / f"classroom-{name}"
+    with FileLock(f"{folder}.lock"):
+        if not (folder / "done").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            make(folder)
+            (folder / "done").write_text("")
+    return folder
+
+
+_RELEASED: Path | None = None  # the fixture course built and released once per test run
+
+
+def _build_released(folder: Path) -> None:
+    build(folder / "course", FIXTURE.parent)
+    release(folder / "course")
 
 
 def released_course(root: Path) -> Path:
     """The fixture course built and released at ``root``.
 
     nbgrader's generate_assignment and release take seconds and give the same course every time (no file
-    holds the root's path): the course is built once per process, in a temporary folder, and each call
-    gets a full copy of it (gradebook, release, exchange), which the caller may change as it likes."""
+    holds the root's path): the course is built once per test run (see :func:`share_across_processes`),
+    and each call gets a full copy of it (gradebook, release, exchange), which the caller may change as
+    it likes."""
     global _RELEASED
     if _RELEASED is None:
-        template = Path(tempfile.mkdtemp(prefix="classroom-released-")) / "course"
-        atexit.register(shutil.rmtree, template.parent, True)
-        build(template, FIXTURE.parent)
-        release(template)
-        _RELEASED = template
+        _RELEASED = _made_once("released", _build_released) / "course"
     shutil.copytree(_RELEASED, root, symlinks=True, dirs_exist_ok=True)
     copy_exchange(_RELEASED, root)
     return root
@@ -57,22 +92,26 @@ def copy_exchange(root: Path, copy: Path) -> None:
         shutil.copytree(exchange, target, symlinks=True, dirs_exist_ok=True)
 
 
-_GRADED: tuple[Path, list] | None = None  # the class of class_of, graded once per process
+_GRADED: tuple[Path, list] | None = None  # the class of class_of, graded once per test run
+
+
+def _grade_class(folder: Path) -> None:
+    from grader.intake.collect import collect
+    from grader.running.batch import autograde
+
+    root = released_course(folder / "course")
+    collect(root, write_inbox(folder / "inbox", class_of(root)))
+    (folder / "outcomes.pickle").write_bytes(pickle.dumps(autograde(root, workers=2)))
 
 
 def graded_class() -> tuple[Path, list]:
     """``(root, outcomes)``: :func:`class_of`'s class collected into the fixture course and graded by two
-    workers, once per process (test session). Read only: a test that writes takes :func:`writable_copy`."""
+    workers, once per test run (see :func:`share_across_processes`; the outcomes travel between processes
+    pickled). Read only: a test that writes takes :func:`writable_copy`."""
     global _GRADED
     if _GRADED is None:
-        from grader.intake.collect import collect
-        from grader.running.batch import autograde
-
-        base = Path(tempfile.mkdtemp(prefix="classroom-graded-"))
-        atexit.register(shutil.rmtree, base, True)
-        root = released_course(base / "course")
-        collect(root, write_inbox(base / "inbox", class_of(root)))
-        _GRADED = root, autograde(root, workers=2)
+        folder = _made_once("graded", _grade_class)
+        _GRADED = folder / "course", pickle.loads((folder / "outcomes.pickle").read_bytes())
     return _GRADED
 
 

@@ -32,6 +32,19 @@ if _XDIST_WORKERS > 1:
         os.environ.setdefault(_name, str(max(1, _CORES // _XDIST_WORKERS)))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _one_classroom_per_run(tmp_path_factory):
+    """The fixture course and its graded class (tests/classroom.py) made once per run, not once per process.
+
+    Under pytest-xdist each worker has its own session and base temp (``.../pytest-N/popen-gwK``); their
+    parent is the run's, shared by all workers (the pattern pytest-xdist documents for session fixtures).
+    Without xdist the session's own base temp serves. pytest removes old base temps as it does others."""
+    import classroom
+
+    base = tmp_path_factory.getbasetemp()
+    classroom.share_across_processes(base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)
+
+
 def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 

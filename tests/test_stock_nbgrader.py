@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from classroom import A, answer_of, cell_scores, class_of, released_course, with_answer, write_inbox
+from classroom import (A, answer_of, cell_scores, class_of, graded_class, released_course, with_answer, writable_copy,
+                       write_inbox)
 from grader.engine import course as nbs
 from grader.intake.collect import collect
 from grader.running.batch import autograde
@@ -33,14 +34,15 @@ def class_dirs(tmp_path_factory):
     """The fixture course with five students, graded by course-grader; and an ungraded copy. fay's
     pairwise answer calls torch.cdist, which the test cell's answer_rules rule out: her values match,
     so the grader's reading of her source flags the test for review and keeps its points (stock nbgrader
-    must agree)."""
+    must agree). The four of :func:`class_of` are the run's shared graded class (a copy): only fay is
+    graded here, by the same sandboxed autograde."""
     base = tmp_path_factory.mktemp("stock")
-    root = released_course(base / "course")
     fay = with_answer("pairwise", "import torch\ndef pairwise_sq_dists(x, y):\n    return torch.cdist(x, y) ** 2\n")
-    collect(root, write_inbox(base / "inbox", {**class_of(root), "fay": fay}))
-    copy = base / "stock"
-    shutil.copytree(root, copy)
-    autograde(root, workers=2, unsafe=False)
+    copy = released_course(base / "stock")
+    collect(copy, write_inbox(base / "inbox", {**class_of(copy), "fay": fay}))
+    root, _ = writable_copy(graded_class(), base)
+    collect(root, write_inbox(base / "fay", {"fay": fay}))
+    assert autograde(root, workers=2, unsafe=False).pending == 1  # fay's; the class was graded before
     return root, copy
 
 
