@@ -360,3 +360,19 @@ def test_a_cell_of_no_nbgrader_kind_needs_no_grade_id():
     assert structure_problems(nb, header_required=False) == []
     nb.cells[1].metadata.nbgrader["locked"] = True
     assert structure_problems(nb, header_required=False) == ["cell 1 has nbgrader metadata but no grade_id"]
+
+
+def test_a_hand_graded_answer_without_a_model_answer_is_a_warning_for_an_nbgrader_course():
+    """nbgrader needs no model answer for a hand-graded cell (an open question: phaustin/eoas_nbgrader's Assign_2
+    has one); the gate (m) failed it even with --allow-asserts. For a course brought in it is now a warning that
+    names the cell; this course's own notebooks still need a model answer."""
+    from conformance_corpus import essay
+    from grader.authoring.manual_cells import manual_cell_problems, manual_cell_warnings
+    from grader.engine.course import TEXT_STUB
+
+    nb = essay()
+    nb.cells[-1].source = TEXT_STUB
+    assert manual_cell_problems(nb, zero_points_ok=True) == []
+    assert [w.split(" has")[0] for w in manual_cell_warnings(nb)] == ["hand-graded answer 'why'"]
+    assert [p.split(" has")[0] for p in manual_cell_problems(nb)] == ["hand-graded answer 'why'"]
+    assert manual_cell_warnings(essay()) == []

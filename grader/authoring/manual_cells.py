@@ -13,6 +13,10 @@ instructor does, in formgrader. Its rules:
 
 That nbgrader's release replaces the model answer by its stub is checked by gate (d) on the
 release itself.
+
+A course brought in from nbgrader (gate ``--allow-asserts``) keeps nbgrader's rules: an answer may be worth 0
+points, and one without a model answer (an open question, nbgrader needs none) is a warning
+(:func:`manual_cell_warnings`), not a failure.
 """
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ import nbformat
 from ..engine import course as nbs
 from ..engine.variants import solution_lines
 
-__all__ = ["manual_cell_problems"]
+__all__ = ["manual_cell_problems", "manual_cell_warnings"]
 
 CODE_STUB_LINES = {*nbs.CODE_STUB.splitlines(), "raise NotImplementedError"}
 
@@ -46,9 +50,23 @@ def _is_stub(text: str) -> bool:
     return not lines or lines <= CODE_STUB_LINES | {nbs.TEXT_STUB}
 
 
+def _without_model_answer(nb) -> list[str]:
+    return [f"hand-graded answer {nbs.nbgrader_meta(cell).get('grade_id', f'cell-{index}')!r} has no model "
+            "answer: write it as the cell's text (nbgrader releases the stub in its place; formgrader shows it "
+            "to the grader)"
+            for index, cell in enumerate(nb.cells) if nbs.is_manual(cell) and _is_stub(_model_answer(cell))]
+
+
+def manual_cell_warnings(nb) -> list[str]:
+    """For a course brought in from nbgrader: the answers without a model answer, which nbgrader allows
+    (formgrader then shows the grader nothing beside the student's answer)."""
+    return _without_model_answer(nb)
+
+
 def manual_cell_problems(nb, zero_points_ok: bool = False) -> list[str]:
     """One sentence per broken rule (see the module's docstring); [] when every answer is fine. With
-    ``zero_points_ok`` (a course brought in from nbgrader, which allows it) an answer may be worth 0 points."""
+    ``zero_points_ok`` (a course brought in from nbgrader, which allows both) an answer may be worth 0 points
+    and may have no model answer (:func:`manual_cell_warnings` names those)."""
     problems = []
     for index, cell in enumerate(nb.cells):
         if not nbs.is_manual(cell):
@@ -66,7 +84,4 @@ def manual_cell_problems(nb, zero_points_ok: bool = False) -> list[str]:
                  and before.source.strip())
         if not asked and not (cell.cell_type == "code" and _released_prompt(cell)):
             problems.append(f"{where} has no question: put a markdown cell with the question just before it")
-        if _is_stub(_model_answer(cell)):
-            problems.append(f"{where} has no model answer: write it as the cell's text (nbgrader "
-                            "releases the stub in its place; formgrader shows it to the grader)")
-    return problems
+    return problems + ([] if zero_points_ok else _without_model_answer(nb))

@@ -42,7 +42,7 @@ import nbformat
 
 from ..authoring.assembly import GraderError, build, release
 from ..authoring.graded_cells import graded_cell_problems, kernel_word_hint, who_decides
-from ..authoring.manual_cells import manual_cell_problems
+from ..authoring.manual_cells import manual_cell_problems, manual_cell_warnings
 from ..engine import course as nbs
 from ..engine import variants
 from ..engine.statuses import LEFT_AS_RELEASED
@@ -190,8 +190,10 @@ def _structure_check(path: Path, report: GateReport, allow_asserts: bool = False
                    + "; ".join(nbs.marker_typos(source)))
     if nbs.manual_points(source):
         manual = manual_cell_problems(source, zero_points_ok=allow_asserts)
+        unmodelled = manual_cell_warnings(source) if allow_asserts else []  # nbgrader needs no model answer
         report.add("m", not manual, "; ".join(manual) or f"{nbs.manual_points(source):g} points graded by hand: "
-                   "each answer has a question, a model answer and points")
+                   + ("each answer has a question and points; warning: " + "; ".join(unmodelled) if unmodelled
+                      else "each answer has a question, a model answer and points"))
     return source
 
 
