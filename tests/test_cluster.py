@@ -138,6 +138,13 @@ def gradebook(root: Path) -> dict[tuple[str, str], tuple[float, str, str]]:
     return verdicts
 
 
+def problems(root: Path) -> dict[str, list[str]]:
+    """Student -> what the grader reported beside the verdicts (why a submission could not be graded)."""
+    from grader.results.gradebook import outcomes
+
+    return {o.student: o.problems for o in outcomes(CourseDir(root)) if o.problems}
+
+
 @pytest.fixture(scope="module")
 def local_grades(collected, tmp_path_factory):
     """The class graded by two local worker processes (tests/test_grader_pipeline.py shows one gives the
@@ -172,7 +179,7 @@ def test_a_cluster_grades_exactly_as_local_workers(collected, local_grades, tmp_
         cores = len(os.sched_getaffinity(0))
         assert threads == {str(max(1, cores // 2))} or (cores < 2 and threads == {None})
     local, local_root = local_grades
-    assert gradebook(ours) == local
+    assert gradebook(ours) == local, problems(ours)
     cluster_pages, local_pages = class_report(ours), class_report(local_root)  # the instructor sees the same class
     for name, page in local_pages.items():
         assert cluster_pages[name] == page, "\n".join(difflib.unified_diff(
