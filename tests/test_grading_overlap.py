@@ -1,13 +1,11 @@
-"""Grading reads the answers' source while the kernel runs the notebook, not after it (issue 32).
+"""A finding of the answers' reading (:mod:`grader.engine.answer_bounds`) reaches its test's verdict.
 
-The reading (:mod:`grader.engine.answer_bounds`, a child process) needs only the cells' text, which is
-fixed before the kernel starts; started first, it costs a submission no wall time of its own. Here the
-kernel's run is replaced by a stand-in that waits for the reading to have started: grading that reads
-only after the run never gets there. No kernel starts; the wait is a safety net, not a measurement.
+The reading ran in a thread beside the kernel for a while (issue 32); in a Dask worker that raced CPython
+3.11's parser state ("SystemError: AST constructor recursion depth mismatch", a student graded as "could not
+be graded"), so it runs after the kernel again. No kernel starts here.
 """
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import grader.engine.execute as execute
@@ -15,32 +13,10 @@ from grader.engine.answer_rules import Reading
 from grader.engine.references import References
 
 SOURCE = Path(__file__).resolve().parent.parent / "course" / "01_tensors.ipynb"
-SAFETY_NET_S = 60.0
-
-
-def test_answers_are_read_while_the_notebook_runs(monkeypatch, tmp_path):
-    reading_started = threading.Event()
-    seen = {}
-
-    def reading(cells, *args, **kwargs):
-        reading_started.set()
-        seen["cells"] = cells
-        return {}
-
-    def kernel_run(nb, roles, workdir, limits, **kwargs):
-        seen["read during the run"] = reading_started.wait(SAFETY_NET_S)
-        return {}, []
-
-    monkeypatch.setattr(execute, "bounded_readings", reading)
-    monkeypatch.setattr(execute, "run_notebook", kernel_run)
-    result = execute.grade(SOURCE, SOURCE, References({}), workdir=tmp_path / "work", unsafe=True)
-    assert seen["read during the run"], "the answers' source was read only after the kernel's run"
-    assert any(role == "answer" for role, _ in seen["cells"]), "the reading did not receive the answer cells"
-    assert result.tests, "grading returned no tests"
 
 
 def test_a_reading_finding_still_reaches_the_verdict(monkeypatch, tmp_path):
-    """A finding of the overlapped reading flags the test it belongs to, as when it read after the run."""
+    """A finding of the reading flags the test it belongs to."""
     def reading(cells, *args, **kwargs):
         first_test = next(i for i, (role, _) in enumerate(cells) if role == "test")
         first_answer = next(i for i, (role, _) in enumerate(cells) if role == "answer")

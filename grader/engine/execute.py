@@ -13,7 +13,6 @@ compares them with what the same cell recorded in the reference run, here in the
 from __future__ import annotations
 
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -232,12 +231,11 @@ def grade(source: Path, submission: Path | None, references: References, *, work
                 tests[role.grade_id] = TestResult(role.grade_id, cell_points(cell), 0.0, "missing",
                                                   why[0].upper() + why[1:] + ".")
         return NotebookResult(tests, merged.notebook, problems)
-    reading = _reading_started(merged)  # the answers' source is read while the kernel runs the notebook
     runs, run_problems = run_notebook(merged.notebook, merged.roles, workdir, limits,
                                       sandboxed=sandboxed, record=True, support=_support_files(source))
     problems += run_problems
     scrub_tainted(merged.notebook, runs)
-    read = reading.result()
+    read = source_readings(merged)
     unchanged = _unchanged_answers(trusted, merged)
     for i, role in enumerate(merged.roles):
         if role.kind == "test":
@@ -290,18 +288,6 @@ def source_readings(merged: Merged) -> dict[int, tuple[list[int], Reading]]:
     (:mod:`grader.engine.answer_rules`); decided from text, in a child process with a time and a memory
     limit (:mod:`grader.engine.answer_bounds`), no code of the student's run."""
     return bounded_readings(_reading_input(merged))
-
-
-def _reading_started(merged: Merged) -> Future:
-    """:func:`source_readings` of ``merged``, started now in a thread (which waits on the reading child
-    process): the reading needs only the cells' text, fixed before the kernel starts, so it overlaps the
-    run instead of following it (0.5-1 s of a submission's wall time on a busy 2-core machine)."""
-    cells = _reading_input(merged)  # taken here, before run_notebook writes outputs into the cells
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="answer-reading")
-    try:
-        return pool.submit(bounded_readings, cells)
-    finally:
-        pool.shutdown(wait=False)
 
 
 def _reading_input(merged: Merged) -> list[tuple[str, str]]:
