@@ -5,8 +5,7 @@ records, every cell in one execution). One submission is then graded as a gradin
 (:func:`grader.engine.execute.grade`, sandboxed where this machine can sandbox): the solution itself,
 handed in as a student's notebook, against reference values from a trusted run made first (not timed
 here). The table gives both wall times, their ratio (goal: <= 1.2), where the grading's time went
-(kernel start, the cells, the answers' source read by a child process: overlapped with the run since
-issue 32, so its wall time is not added), and how long the own run spent in cells after the last graded
+(kernel start, the cells, the answers' source read by a child process after the run), and how long the own run spent in cells after the last graded
 test (time that scores nothing).
 
 One repeat per notebook (each is a whole notebook); timings on a shared machine are noisy, so the own run
@@ -122,7 +121,7 @@ def main() -> str:
              f"<!-- headline: per-submission grading / the notebook's own run, worst notebook | "
              f"{max(r['grading'] / r['own'] for r in rows):.2f}x | <= {GOAL}x -->", "",
              "| notebook | own run (s) | grading one submission (s) | ratio | of which kernel start / cells / "
-             "reading the source, overlapped (s) | own run after the last graded test (s) | score |",
+             "reading the source (s) | own run after the last graded test (s) | score |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         lines.append(f"| {r['name']} | {r['own']:.1f} | {r['grading']:.1f} | {r['grading'] / r['own']:.2f} | "
