@@ -159,5 +159,13 @@ class CourseDir:
             return None
         return data if isinstance(data, dict) else None
 
+    def outcome(self, student: str, assignment: str) -> "Outcome | None":
+        """The marker as an :class:`grader.engine.result.Outcome`, or None where :meth:`read_marker` is None (or
+        the marker is empty); a marker that misses a required key raises (TypeError, KeyError)."""
+        from ..engine.result import Outcome
+
+        marker = self.read_marker(student, assignment)
+        return Outcome.from_json(marker) if marker else None
+
     def feedback(self, student: str, assignment: str) -> Path:
         return self.root / "feedback" / student / assignment
