@@ -17,8 +17,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING
 
 from .statuses import AWAITING, UNDER_REVIEW
+
+if TYPE_CHECKING:  # only for the annotation: reading results needs no nbformat
+    import nbformat
 
 __all__ = ["MARKER_FORMAT", "TestResult", "NotebookResult", "Outcome", "verdict_line"]
 
@@ -68,7 +72,7 @@ class NotebookResult:
     """What grading one notebook gives the engine's caller (grader.engine.execute.grade)."""
 
     tests: dict[str, TestResult]  # by grade_id, in notebook order
-    notebook: "nbformat.NotebookNode"  # executed merged notebook, record outputs removed  # noqa: F821
+    notebook: nbformat.NotebookNode  # executed merged notebook, record outputs removed
     problems: list[str]  # what needs the instructor's attention
 
     @property

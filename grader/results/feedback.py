@@ -82,9 +82,8 @@ def student_text(test: TestResult, checks: list[Check]) -> str:
     """A graded test cell's output on the student's page: its verdict line, in words for the student,
     then each check it did not pass as the reference run describes it.
 
-    test: a marker's test; checks: its reference
-    keys. A missing submission's reason was written for the instructor: the student reads
-    :data:`STUDENT_MISSING` instead."""
+    test: a marker's test; checks: its reference keys. A missing submission's reason was written for the
+    instructor: the student reads :data:`STUDENT_MISSING` instead."""
     shown = replace(test, reason=STUDENT_MISSING) if test.status == "missing" else test
     text = verdict_line(shown)
     if test.status != "manual":  # the verdict in the student's words (passed, wrong, not answered, ...)
