@@ -313,7 +313,8 @@ def _collect_variants(runner, plan: _Plan, say) -> None:
                             f"solution scores {score:g}/{total:g}" + by_hand + ("; lost: " + "; ".join(lost) if lost else "")
                             + reported)
         elif name == "b":
-            earned = [f"{t.grade_id} earns {t.points:g}{_free_shares(plan, t.grade_id, t)}" for t in tests if t.points > 0]
+            earned = [f"{t.grade_id} earns {t.points:g}{_free_shares(plan, t.grade_id, t)}"
+                      for t in tests if t.points > 0]
             plan.report.add("b", not earned and not problems,
                             ("; ".join(earned) or f"release scores 0/{sum(t.max_points for t in tests):g}" + by_hand) + reported)
         elif name == "c":

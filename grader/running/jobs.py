@@ -154,8 +154,8 @@ def failed_result(assignment: Assignment, why: str) -> Outcome:
     from ..engine.course import cell_points, is_test, nbgrader_meta
 
     nb = nbformat.reads(assignment.notebook.decode("utf-8"), as_version=4)
-    tests = [TestResult(nbgrader_meta(c)["grade_id"], cell_points(c), 0.0, "error", "This submission could not be graded.")
-             for c in nb.cells if is_test(c)]
+    tests = [TestResult(nbgrader_meta(c)["grade_id"], cell_points(c), 0.0, "error",
+                        "This submission could not be graded.") for c in nb.cells if is_test(c)]
     return Outcome("", "", sum(t.points for t in tests), sum(t.max_points for t in tests), tests, [why],
                    notebooks={Path(assignment.name).stem: nbformat.writes(nb)})
 
