@@ -94,14 +94,15 @@ def save_seconds(graded: Path, names: list[str], tmp: Path) -> float:
 
     from grader.authoring.config import load_config
     from grader.authoring.coursedir import CourseDir
+    from grader.engine.result import Outcome
     from grader.results.gradebook import outcomes, save_result
 
     copy = tmp / "resave"
     shutil.copytree(graded, copy)
     course = CourseDir(copy)
     done = outcomes(course, names)
-    results = [(o, {"tests": o.tests, "problems": [],
-                    "notebook": (course.autograded(o.student, o.assignment) / f"{o.assignment}.ipynb").read_text()})
+    results = [(o, Outcome("", "", o.score, o.max_score, o.tests, [], notebooks={
+                    o.assignment: (course.autograded(o.student, o.assignment) / f"{o.assignment}.ipynb").read_text()}))
                for o in done]
     course_id = load_config(copy).CourseDirectory.course_id
     start = time.perf_counter()

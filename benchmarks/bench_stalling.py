@@ -49,7 +49,7 @@ def main() -> str:
         "| submission | seconds | score | flagged for review |",
         "| --- | ---: | ---: | --- |",
         *(f"| {o.student} | {o.seconds:.1f} | {o.score:g}/{o.max_score:g} | "
-          f"{sum(1 for t in o.tests if t.get('review'))} tests |" for o in [*ranked, honest]),
+          f"{sum(1 for t in o.tests if t.review)} tests |" for o in [*ranked, honest]),
         "",
         f"The whole batch ({len(ranked) + 1} submissions, {WORKERS} workers) took {batch:.0f} s. The worst case, "
         f"{worst.student}, took {worst.seconds:.0f} s against {honest.seconds:.0f} s for the honest student; the "

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import nbformat
 
+from grader.engine.result import Outcome, TestResult
+
 EXERCISES = 8          # per notebook; exercise 0 is short (few ways to be right)
 KEYS = 3               # hidden checks per test
 FUNCS = ["sum", "mean", "exp", "log", "clamp", "matmul", "cat", "stack", "view", "reshape", "softmax",
@@ -128,16 +130,15 @@ def synthetic_class(root: Path, students: int = 1000, notebooks: int = 6, seed: 
                     keys = [] if status == "passed" else [f"ex{e}_k{k}" for k in range(KEYS) if rng.random() < 0.3 * (k + 1)]
                     points = 2.0 if status == "passed" else 0.0
                     score += points
-                    tests.append({"grade_id": f"test_ex{e}", "max_points": 2.0, "points": points, "status": status,
-                                  "reason": reason, "failed_keys": keys})
+                    tests.append(TestResult(f"test_ex{e}", 2.0, points, status, reason, keys))
                     rows[Grade].append({"id": uuid4().hex, "cell_id": grade_ids[e], "notebook_id": nb_id,
                                         "auto_score": points, "needs_manual_grade": False})
-                marker = {"student": sid, "assignment": name, "score": score, "max_score": 2.0 * EXERCISES,
-                          "tests": tests, "problems": ["the kernel used over 90 % of its memory"] if rng.random() < 0.01 else [],
-                          "seconds": round(rng.lognormvariate(2.5, 0.4), 2)}
+                marker = Outcome(sid, name, score, 2.0 * EXERCISES, tests,
+                                 ["the kernel used over 90 % of its memory"] if rng.random() < 0.01 else [],
+                                 seconds=round(rng.lognormvariate(2.5, 0.4), 2))
                 folder = root / "autograded" / sid / name
                 folder.mkdir(parents=True, exist_ok=True)
-                (folder / "course-grader.json").write_text(json.dumps(marker))
+                (folder / "course-grader.json").write_text(marker.to_json())
                 if submitted:
                     structures[sid] = _answers(rng, sid, structures, copies, plants)
                     path = root / "submitted" / sid / name / f"{name}.ipynb"

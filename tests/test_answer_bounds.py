@@ -143,10 +143,10 @@ def test_the_stalling_class_graded_beside_an_honest_student_gets_its_verdicts_wi
     root, outcomes, _ = batch
     assert set(outcomes) == {"ann", "shell", "nested", "divs_output", "divs_written", "unary"}
     for student, outcome in outcomes.items():
-        auto = [t for t in outcome.tests if t["grade_id"] != WRITTEN]
-        assert [t["points"] for t in auto] == [t["max_points"] for t in auto] and outcome.score == 6, student
+        auto = [t for t in outcome.tests if t.grade_id != WRITTEN]
+        assert [t.points for t in auto] == [t.max_points for t in auto] and outcome.score == 6, student
         assert 0 < outcome.seconds < Limits().notebook_timeout_s, (student, outcome.seconds)
-        flagged = [t["review"] for t in auto if t.get("review")]
+        flagged = [t.review for t in auto if t.review]
         if student in ("shell", "nested", "unary"):
             assert len(flagged) == len(auto) and all(OVER_CAPS in review for review in flagged), (student, flagged)
         else:

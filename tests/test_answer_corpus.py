@@ -104,7 +104,7 @@ def batch(tmp_path_factory):
         nbs.write_notebook(nb, base / "inbox" / student / f"{T}.ipynb")
     collect(root, base / "inbox")
     outcomes = autograde(root, workers=2)
-    tests = {o.student: {t["grade_id"]: (t["points"], bool(t.get("review"))) for t in o.tests} for o in outcomes}
+    tests = {o.student: {t.grade_id: (t.points, bool(t.review)) for t in o.tests} for o in outcomes}
     return tests, honest, attacks
 
 

@@ -184,7 +184,7 @@ def _flagged_course(root: Path, monkeypatch):
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")  # nbgrader runs alembic
 
     from grader.authoring.coursedir import CourseDir
-    from grader.results.gradebook import save_result
+    from grader.results.gradebook import Outcome, save_result
 
     course = CourseDir(root)
     course.source("a1").mkdir(parents=True)
@@ -192,7 +192,7 @@ def _flagged_course(root: Path, monkeypatch):
     (course.root / "submitted" / "ann" / "a1").mkdir(parents=True)
     (course.root / "submitted" / "ann" / "a1" / "timestamp.txt").write_text("2026-11-27 03:00:00.000000 UTC")
     test = reviewed(PASSED, Reading(FINDING.problems), "pairwise_distances")
-    result = {"tests": [{**test.__dict__}], "problems": [], "notebook": nbformat.writes(nbformat.v4.new_notebook())}
+    result = Outcome("", "", 0, 0, [test], [], notebooks={"a1": nbformat.writes(nbformat.v4.new_notebook())})
     with Gradebook(f"sqlite:///{course.gradebook}") as gb:
         gb.add_assignment("a1")
         gb.add_notebook("a1", "a1")
@@ -214,9 +214,9 @@ def test_a_flagged_test_keeps_its_score_and_needs_a_manual_grade_in_the_gradeboo
         assert (grade.auto_score, grade.manual_score, grade.needs_manual_grade) == (6.0, None, True)
         assert "return torch.cdist(X, Y)" in comment.auto_comment  # formgrader shows it under the answer cell
         assert gb.find_submission("a1", "ann").needs_manual_grade  # formgrader lists the submission as flagged
-    from grader.results.gradebook import save_result
+    from grader.results.gradebook import Outcome, save_result
 
-    cleared = {"tests": [{**PASSED.__dict__}], "problems": [], "notebook": nbformat.writes(nbformat.v4.new_notebook())}
+    cleared = Outcome("", "", 0, 0, [PASSED], [], notebooks={"a1": nbformat.writes(nbformat.v4.new_notebook())})
     with Gradebook(f"sqlite:///{course.gradebook}") as gb:  # graded again, without a finding: no flag, no comment
         save_result(course, gb, "ann", "a1", cleared, [])
         assert not gb.find_grade("test_pairwise_distances", "a1", "a1", "ann").needs_manual_grade
@@ -248,11 +248,9 @@ def test_the_table_and_the_export_say_which_grades_await_review_until_a_person_d
 
 
 def test_the_students_page_says_the_answer_is_being_looked_at_without_the_rule():
-    from dataclasses import asdict
-
     from grader.results.feedback import student_text
 
-    page = student_text(asdict(reviewed(PASSED, Reading(FINDING.problems), "pairwise_distances")), [])
+    page = student_text(reviewed(PASSED, Reading(FINDING.problems), "pairwise_distances"), [])
     assert "(6/6), UNDER REVIEW: " in page and REVIEW_REASON in page, page
     assert "cdist" not in page  # the rule is the hidden part's: the finding is for the instructor
 

@@ -90,7 +90,7 @@ def batches(tmp_path_factory):
 
 
 def cells(results, students) -> dict:
-    return {(o.student, t["grade_id"]): (t["points"], t["status"]) for o in results if o.student in students
+    return {(o.student, t.grade_id): (t.points, t.status) for o in results if o.student in students
             for t in o.tests}
 
 
@@ -105,7 +105,7 @@ def test_every_attacker_scores_zero_unless_a_person_reviews_it_and_the_gradebook
 
     root, mixed, _, honest = batches
     attackers = {o.student: o for o in mixed if o.student not in honest}
-    unreviewed = {name: sum(t["points"] for t in o.tests if not t.get("review")) for name, o in attackers.items()}
+    unreviewed = {name: sum(t.points for t in o.tests if not t.review) for name, o in attackers.items()}
     assert len(attackers) == 16 and set(unreviewed.values()) == {0.0}, unreviewed  # any point kept awaits a person
     with Gradebook(f"sqlite:///{CourseDir(root).gradebook}", "d2lite") as gb:
         assert {s.id for s in gb.students} >= honest
@@ -115,8 +115,8 @@ def test_the_shortcut_matched_every_value_and_is_flagged_for_what_the_grader_rea
     """Positive control: the grader flags for review a test whose values matched; its points wait for a person."""
     _, mixed, _, _ = batches
     shortcut = next(o for o in mixed if o.student == "shortcut")
-    test = next(t for t in shortcut.tests if t["grade_id"] == "test_pairwise")
-    assert test["points"] == test["max_points"] and "cdist" in test["review"], test
+    test = next(t for t in shortcut.tests if t.grade_id == "test_pairwise")
+    assert test.points == test.max_points and "cdist" in test.review, test
 
 
 def test_the_pages_and_files_made_from_the_batch_carry_no_active_markup(batches, tmp_path):

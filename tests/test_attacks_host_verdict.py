@@ -66,7 +66,7 @@ def notebook_with(name: str, answers: dict[str, str]) -> nbs.NotebookNode:
 
 def points(outcomes, student, name) -> dict[str, tuple[float, str]]:
     found = next(o for o in outcomes if o.student == student and o.assignment == name)
-    return {t["grade_id"]: (t["points"], t["reason"]) for t in found.tests}
+    return {t.grade_id: (t.points, t.reason) for t in found.tests}
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +112,7 @@ def test_honest_students_get_exactly_their_scores_in_the_same_batch(graded):
 def reviews(outcomes, student, name) -> dict[str, str]:
     """grade_id -> the finding a person must judge, for the tests flagged for review."""
     found = next(o for o in outcomes if o.student == student and o.assignment == name)
-    return {t["grade_id"]: t["review"] for t in found.tests if t.get("review")}
+    return {t.grade_id: t.review for t in found.tests if t.review}
 
 
 @pytest.mark.parametrize("student", sorted(SHORTCUTS))

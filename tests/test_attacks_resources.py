@@ -125,11 +125,11 @@ def test_folder_trees_deeper_than_python_recurses_are_removed_and_grading_comple
         subprocess.run(["rm", "-rf", "--one-file-system", *map(str, left)], check=False)
         subprocess.run(["rm", "-rf", "--one-file-system", str(scratch)], check=False)
     assert left == []  # the job's scratch folder and the socket folder: gone
-    statuses = {t["grade_id"]: t["status"] for t in result["tests"]}
-    assert statuses == {"add_test": "failed", "mean_test": "passed", "shout_test": "passed"}, result["problems"]
-    reviews = [t["review"] for t in result["tests"] if t["grade_id"] != "add_test"]  # they ran to the end, and
+    statuses = {t.grade_id: t.status for t in result.tests}
+    assert statuses == {"add_test": "failed", "mean_test": "passed", "shout_test": "passed"}, result.problems
+    reviews = [t.review for t in result.tests if t.grade_id != "add_test"]  # they ran to the end, and
     assert all("ipykernel" in r for r in reviews), reviews  # are flagged for review for `ipykernel`
-    assert not [p for p in result["problems"] if "could not" in p or "failed" in p], result["problems"]
+    assert not [p for p in result.problems if "could not" in p or "failed" in p], result.problems
     assert Path("/etc/passwd").exists()
 
 

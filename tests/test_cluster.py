@@ -132,7 +132,7 @@ def gradebook(root: Path) -> dict[tuple[str, str], tuple[float, str, str]]:
     from grader.results.gradebook import outcomes
 
     scores = cell_scores(root)
-    verdicts = {(o.student, t["grade_id"]): (t["points"], t["status"], t["reason"])
+    verdicts = {(o.student, t.grade_id): (t.points, t.status, t.reason)
                 for o in outcomes(CourseDir(root)) for t in o.tests}
     assert {k: v[0] for k, v in verdicts.items()} == scores
     return verdicts

@@ -159,11 +159,12 @@ def _set_due_date(root: Path, assignment: str, when: datetime) -> None:
 
 
 def test_a_long_reason_is_cut_between_words_with_an_ellipsis(tmp_path):
+    from grader.engine.result import TestResult
     from grader.results.gradebook import Outcome
     from grader.results.table import grade_table
 
     words = [f"word{i}" for i in range(200)]  # about 1,500 characters
-    failed = {"grade_id": "test_long", "status": "failed", "reason": " ".join(words), "points": 0}
+    failed = TestResult("test_long", 6, 0, "failed", " ".join(words))
     table = grade_table(tmp_path, [Outcome("ann", A, 0, 6, [failed], [])])
     line = next(line for line in table.splitlines() if "test_long" in line)
     assert line.endswith(" ..."), line

@@ -94,6 +94,7 @@ def test_a_cell_that_times_out_fails_the_gate_even_when_every_test_passes(tmp_pa
     the scores look right (full marks on the solution, zero on the release); but every student's grading
     would wait out the limit there: (a) and (b) fail and say what the grader reported."""
     from grader.engine import course as nbs
+    from grader.engine.result import Outcome, TestResult
     from grader.running.gate import GateReport, _collect_variants, _Plan
 
     source = nbs.read_notebook(FIXTURES / "course" / "01_fixture.ipynb")
@@ -101,10 +102,10 @@ def test_a_cell_that_times_out_fails_the_gate_even_when_every_test_passes(tmp_pa
              for c in source.cells if nbs.is_test(c)]
     timed_out = ["cell 9 timed out after 300 s"]
 
-    def result(earned: bool, problems: list[str]) -> dict:
-        return {"problems": problems, "tests": [
-            {"grade_id": gid, "points": points if earned else 0, "max_points": points,
-             "status": "passed" if earned else "failed", "reason": ""} for gid, points in tests]}
+    def result(earned: bool, problems: list[str]) -> Outcome:
+        return Outcome("", "", 0, 0, [
+            TestResult(gid, points, points if earned else 0, "passed" if earned else "failed", "")
+            for gid, points in tests], problems)
 
     class Runner:
         def result(self, job):

@@ -39,7 +39,7 @@ def _scores(results):
 
 
 def _verdicts(results):
-    return {(o.student, t["grade_id"]): (t["points"], t["status"]) for o in results for t in o.tests}
+    return {(o.student, t.grade_id): (t.points, t.status) for o in results for t in o.tests}
 
 
 @pytest.fixture(scope="module")
@@ -69,12 +69,12 @@ def test_scores_follow_the_answers(graded):
     root, results = graded
     assert _scores(results) == EXPECTED
     by = {o.student: o for o in results}
-    assert {t["grade_id"]: t["status"] for t in by["dan"].tests}["test_pairwise"] in ("failed", "error")
+    assert {t.grade_id: t.status for t in by["dan"].tests}["test_pairwise"] in ("failed", "error")
     # a corrupt upload: one reason, collect's, saying what to do; no raw JSON, no contradiction
     carol = [p for p in by["carol"].problems]
     assert len(carol) == 1 and "is not a readable notebook" in carol[0] and "File > Download" in carol[0]
     assert '{"cells"' not in carol[0]
-    assert {t["reason"] for t in by["carol"].tests} == {carol[0][0].upper() + carol[0][1:] + "."}
+    assert {t.reason for t in by["carol"].tests} == {carol[0][0].upper() + carol[0][1:] + "."}
     table = grade_table(root, results)
     assert "Zoë Ñ" in table and "6/6" in table and "needs attention:" in table and "carol / 01_fixture" in table
 

@@ -89,11 +89,11 @@ def _csv(root: Path, to: Path) -> dict[str, dict]:
 
 def test_autograde_scores_the_test_and_leaves_the_answers_to_the_instructor(graded):
     root, results = graded
-    by = {o.student: {t["grade_id"]: t for t in o.tests} for o in results}
-    assert (by["ann"]["test_double"]["points"], by["ann"]["test_double"]["status"]) == (2.0, "passed")
+    by = {o.student: {t.grade_id: t for t in o.tests} for o in results}
+    assert (by["ann"]["test_double"].points, by["ann"]["test_double"].status) == (2.0, "passed")
     for student, gid, most in (("ann", "why_new_list", 3.0), ("ann", "own_example", 1.0), ("bob", "why_new_list", 3.0)):
         t = by[student][gid]
-        assert (t["status"], t["points"], t["max_points"]) == ("manual", 0.0, most), (student, t)
+        assert (t.status, t.points, t.max_points) == ("manual", 0.0, most), (student, t)
     grades = _grades(root)  # as nbgrader's autograde leaves a manually graded cell: listed in formgrader
     assert grades[("ann", "test_double")] == (2.0, None, False)
     assert grades[("ann", "why_new_list")] == (None, None, True)
@@ -104,10 +104,10 @@ def test_an_answer_left_as_released_scores_0_with_nothing_to_grade_by_hand(grade
     """nbgrader's rule (its autograde compares the answer's checksum with the release's): an unchanged
     hand-graded answer is scored 0 automatically and formgrader does not list it as needing a grade."""
     root, results = graded
-    bob = {t["grade_id"]: t for o in results if o.student == "bob" for t in o.tests}
-    assert (bob["own_example"]["status"], bob["own_example"]["points"], bob["own_example"]["max_points"]) == (
+    bob = {t.grade_id: t for o in results if o.student == "bob" for t in o.tests}
+    assert (bob["own_example"].status, bob["own_example"].points, bob["own_example"].max_points) == (
         "failed", 0.0, 1.0)
-    assert bob["own_example"]["reason"] == LEFT_AS_RELEASED
+    assert bob["own_example"].reason == LEFT_AS_RELEASED
     assert _grades(root)[("bob", "own_example")] == (0.0, None, False)
 
 
@@ -291,8 +291,9 @@ def test_the_header_total_counts_hand_graded_points():
 
 def test_gate_a_and_b_leave_hand_graded_points_out_and_name_them():
     """(a) graded with the solutions: a hand-graded answer earns 0 there and is not "lost"."""
-    verdicts = [("test_double", 2.0, 2.0, "passed", "ok"), ("why_new_list", 0.0, 3.0, "manual", "by hand"),
-                ("own_example", 0.0, 1.0, "manual", "by hand")]
+    from grader.engine.result import TestResult
+    verdicts = [TestResult("test_double", 2.0, 2.0, "passed", "ok"), TestResult("why_new_list", 3.0, 0.0, "manual", "by hand"),
+                TestResult("own_example", 1.0, 0.0, "manual", "by hand")]
     from grader.running.gate import _auto_and_by_hand
 
     auto, note = _auto_and_by_hand(verdicts)
@@ -304,9 +305,9 @@ def test_a_saved_hand_graded_answer_is_not_graded_again():
     hand-graded answer is saved with no automatic score, and that is up to date."""
     from grader.running.pending import in_gradebook
 
-    marker = {"student": "ann", "assignment": A, "tests": [
-        {"grade_id": "test_double", "points": 2.0, "status": "passed"},
-        {"grade_id": "why_new_list", "points": 0.0, "status": "manual"}]}
+    marker = {"student": "ann", "assignment": A, "score": 2.0, "max_score": 5.0, "problems": [], "tests": [
+        {"grade_id": "test_double", "max_points": 2.0, "points": 2.0, "status": "passed", "reason": "ok"},
+        {"grade_id": "why_new_list", "max_points": 3.0, "points": 0.0, "status": "manual", "reason": "by hand"}]}
     saved = {("ann", A, "test_double"): 2.0, ("ann", A, "why_new_list"): None}
     assert in_gradebook(marker, saved)
     assert not in_gradebook(marker, {("ann", A, "test_double"): 2.0})  # the grade row is missing

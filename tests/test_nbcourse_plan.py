@@ -45,7 +45,9 @@ def test_a_submission_is_due_again_when_any_notebook_changed(tmp_path):
     marker = {"student": "ada", "assignment": "week1", "timestamp": course.timestamp("ada", "week1"),
               "source_sha256": sha256_of_all(course.source_files("week1")),
               "references_sha256": sha256_of_all(course.reference_files("week1")),
-              "tests": [{"grade_id": "test_harmonic", "notebook": "sequences", "points": 2.0, "status": "passed"}]}
+              "score": 2.0, "max_score": 2.0, "problems": [],
+              "tests": [{"grade_id": "test_harmonic", "notebook": "sequences", "max_points": 2.0, "points": 2.0,
+                         "status": "passed", "reason": "ok"}]}
     course.autograded("ada", "week1").mkdir(parents=True)
     course.marker("ada", "week1").write_text(json.dumps(marker))
     scores = {("ada", "week1", "sequences", "test_harmonic"): 2.0}  # the gradebook row, named with its notebook

@@ -24,6 +24,10 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..engine.result import Outcome
 
 __all__ = ["CourseDir", "MARKER", "TIMESTAMP_FILE", "REJECTED_FILE", "SECRET_FILE", "timestamp_text"]
 
@@ -158,6 +162,14 @@ class CourseDir:
         except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) else None
+
+    def outcome(self, student: str, assignment: str) -> Outcome | None:
+        """The marker as an :class:`grader.engine.result.Outcome`, or None where :meth:`read_marker` is None (or
+        the marker is empty); a marker that misses a required key raises (TypeError, KeyError)."""
+        from ..engine.result import Outcome
+
+        marker = self.read_marker(student, assignment)
+        return Outcome.from_json(marker) if marker else None
 
     def feedback(self, student: str, assignment: str) -> Path:
         return self.root / "feedback" / student / assignment

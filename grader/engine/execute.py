@@ -13,7 +13,7 @@ compares them with what the same cell recorded in the reference run, here in the
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
@@ -28,6 +28,7 @@ from .merge import Merged, Role, merge, plain_text, read_submission, store_writt
 from .notebook_run import RECORD_LIMITS, run_notebook, scrub_tainted
 from .output_score import output_points, result_text, too_high
 from .references import References, sha256_of
+from .result import NotebookResult, TestResult, verdict_line
 from .sandbox import Limits, SandboxUnavailable, sandbox_status
 from .shares import TOLERANCE, earned, has_shares
 from .statuses import AWAITING, LEFT_AS_RELEASED, UNDER_REVIEW
@@ -49,41 +50,6 @@ class ReferenceRunError(RuntimeError):
 REFUSED = ("Stock nbgrader would score that test 0 for every student; course-grader grades no submission of "
            "this assignment until the solution passes it. Fix that cell in the source notebook (run it there to "
            "see the error) and run autograde again: the collected submissions wait, and are graded then")
-
-
-@dataclass
-class TestResult:
-    grade_id: str
-    max_points: float
-    points: float
-    status: str  # one of statuses.STATUSES; "manual": a hand-graded answer, not scored here (points 0,
-    # which count neither as earned nor as lost: the instructor's score comes from formgrader)
-    reason: str  # one sentence for instructor and student; never shows hidden test source
-    failed_keys: list[str] = field(default_factory=list)  # reference keys it did not match (class report)
-    unchecked_keys: list[str] = field(default_factory=list)  # of those, never recorded: the cell stopped before them
-    kernel_word: bool = False  # an assert-only test (course.asserts_only): passed iff it ran without an error
-    review: str = ""  # what the grader read in the answer's source, for a person (gradebook: needs_manual_grade)
-    review_cell: str = ""  # the grade_id of the exercise's answer cell, where formgrader shows ``review``
-
-
-@dataclass
-class NotebookResult:
-    tests: dict[str, TestResult]  # by grade_id, in notebook order
-    notebook: nbformat.NotebookNode  # executed merged notebook, record outputs removed
-    problems: list[str]  # what needs the instructor's attention
-
-    @property
-    def score(self) -> float:
-        return sum(t.points for t in self.tests.values())
-
-    @property
-    def max_score(self) -> float:
-        return sum(t.max_points for t in self.tests.values())
-
-    @property
-    def awaiting(self) -> float:
-        """The points of hand-graded answers: not in ``score`` until the instructor grades them."""
-        return sum(t.max_points for t in self.tests.values() if t.status == "manual")
 
 
 def _require_sandbox(unsafe: bool) -> bool:
@@ -313,15 +279,6 @@ def reviewed(test: TestResult, reading: Reading, exercise: str, deduct_certain: 
                       exercise)
 
 
-def verdict_line(test: TestResult) -> str:
-    """What a graded test cell shows once graded: its verdict, points and reason."""
-    if test.status == "manual":
-        return f"{AWAITING.upper()} (-/{test.max_points:g}): {test.reason}\n"
-    if test.review:
-        return f"{test.status.upper()} ({test.points:g}/{test.max_points:g}), {UNDER_REVIEW.upper()}: {test.reason}\n"
-    return f"{test.status.upper()} ({test.points:g}/{test.max_points:g}): {test.reason}\n"
-
-
 def _text(value) -> str:
     return value if isinstance(value, str) else ""
 
@@ -400,12 +357,11 @@ def _partial_verdict(result, points: float, run: CellRun, expected: dict) -> Tes
     status = run.status if stopped else "failed"
     wrong = "; ".join(why for why in problems.values() if why)
     reason = test_reason(status, run.part, run.error, wrong)
-    test = result(status, reason)
-    test.failed_keys = [key for key in expected if key not in keys]
-    test.unchecked_keys = _unchecked(test.failed_keys, run, expected)
+    failed = [key for key in expected if key not in keys]
+    test = replace(result(status, reason), failed_keys=failed, unchecked_keys=_unchecked(failed, run, expected))
     if share > 0:
-        test.points = min(share, points)
-        test.reason = (f"Partly right: {len(keys)} of {len(expected)} hidden checks passed. " + reason)
+        test = replace(test, points=min(share, points),
+                       reason=f"Partly right: {len(keys)} of {len(expected)} hidden checks passed. " + reason)
     return test
 
 

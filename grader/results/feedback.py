@@ -24,6 +24,7 @@ whatever an older config file says; so is the page's exporter,
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from html import escape
 from pathlib import Path
 
@@ -38,7 +39,8 @@ from ..authoring.coursedir import CourseDir
 from ..authoring.invocation import command
 from ..engine.allowlist import clean_html, markdown_cell, safe_output
 from ..engine.course import HIDDEN_BEGIN, cell_points, exercise_titles, is_manual, is_test, nbgrader_meta, strip_hidden
-from ..engine.execute import AWAITING, TestResult, verdict_line
+from ..engine.result import Outcome, TestResult, verdict_line
+from ..engine.statuses import AWAITING
 from .foreign import STUDENT_NOTE, foreign_notebooks
 from .offline_page import OfflineFeedbackPage
 from .report_data import Check, hidden_checks
@@ -65,8 +67,8 @@ class HideHiddenTests(Preprocessor):
                 cell.source = strip_hidden(cell.source)
             if is_test(cell):
                 test = verdicts.get(nbgrader_meta(cell).get("grade_id"))
-                text = ((f"{NOT_IN_NOTEBOOK.upper()} (0/{test['max_points']:g}): see the note at the top of this "
-                         "page.\n") if foreign else student_text(test, checks.get(test["grade_id"], []))) if test \
+                text = ((f"{NOT_IN_NOTEBOOK.upper()} (0/{test.max_points:g}): see the note at the top of this "
+                         "page.\n") if foreign else student_text(test, checks.get(test.grade_id, []))) if test \
                     else "(no verdict recorded for this test)\n"
                 cell.outputs = [new_output("stream", name="stdout", text=text)]
         if verdicts:
@@ -76,23 +78,22 @@ class HideHiddenTests(Preprocessor):
         return nb, resources
 
 
-def student_text(test: dict, checks: list[Check]) -> str:
+def student_text(test: TestResult, checks: list[Check]) -> str:
     """A graded test cell's output on the student's page: its verdict line, in words for the student,
     then each check it did not pass as the reference run describes it.
 
-    test: a marker's test (:class:`grader.engine.execute.TestResult` fields); checks: its reference
-    keys. A missing submission's reason was written for the instructor: the student reads
-    :data:`STUDENT_MISSING` instead."""
-    shown = {**test, "reason": STUDENT_MISSING} if test["status"] == "missing" else test
-    text = verdict_line(TestResult(**{k: shown[k] for k in TestResult.__dataclass_fields__ if k in shown}))
-    if test["status"] != "manual":  # the verdict in the student's words (passed, wrong, not answered, ...)
-        word = outcome_word(test["status"], test.get("reason", ""), test.get("points", 0))
+    test: a marker's test; checks: its reference keys. A missing submission's reason was written for the
+    instructor: the student reads :data:`STUDENT_MISSING` instead."""
+    shown = replace(test, reason=STUDENT_MISSING) if test.status == "missing" else test
+    text = verdict_line(shown)
+    if test.status != "manual":  # the verdict in the student's words (passed, wrong, not answered, ...)
+        word = outcome_word(test.status, test.reason, test.points)
         text = word.upper() + text[text.index(" ("):]
-    if test["status"] == "passed":
+    if test.status == "passed":
         return text
     described = {c.key: (f"{c.what} ({c.key!r})" if c.what.strip() else repr(c.key)) for c in checks}
-    unchecked = set(test.get("unchecked_keys") or [])  # the test stopped before them: not a wrong answer
-    keys = test.get("failed_keys") or []
+    unchecked = set(test.unchecked_keys or [])  # the test stopped before them: not a wrong answer
+    keys = test.failed_keys or []
     failed = [described.get(key, repr(key)) for key in keys if key not in unchecked]
     skipped = [described.get(key, repr(key)) for key in keys if key in unchecked]
     return (text + "".join(f"  - not passed: {label}\n" for label in failed)
@@ -121,20 +122,20 @@ def _late_penalty(resources) -> float:
         return 0.0
 
 
-def _summary(tests: list[dict], titles: dict[str, str], foreign: bool = False, penalty: float = 0.0) -> str:
+def _summary(tests: list[TestResult], titles: dict[str, str], foreign: bool = False, penalty: float = 0.0) -> str:
     """The page's first cell: one row per graded test cell (exercise, points, status), as HTML."""
     def title(gid: str) -> str:
         return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(titles.get(gid) or gid))
 
-    rows = "".join(f"<tr><td>{title(t['grade_id'])}</td><td><code>{escape(t['grade_id'])}</code></td>"
-                   f"<td>{t['points']:g}/{t['max_points']:g}</td>"
-                   f"<td>{escape(NOT_IN_NOTEBOOK if foreign else outcome_word(t['status'], t.get('reason', ''), t.get('points', 0)))}</td></tr>"
+    rows = "".join(f"<tr><td>{title(t.grade_id)}</td><td><code>{escape(t.grade_id)}</code></td>"
+                   f"<td>{t.points:g}/{t.max_points:g}</td>"
+                   f"<td>{escape(NOT_IN_NOTEBOOK if foreign else outcome_word(t.status, t.reason, t.points))}</td></tr>"
                    for t in tests)
-    earned, top = sum(t["points"] for t in tests), sum(t["max_points"] for t in tests)
+    earned, top = sum(t.points for t in tests), sum(t.max_points for t in tests)
     late = f" ({earned:g} less {penalty:g} for the late submission)" if penalty else ""  # one total: nbgrader's
     total = (f"<tr><td><strong>Total</strong></td><td></td><td><strong>{round(earned - penalty, 6):g}/"
              f"{top:g}</strong>{late}</td><td></td></tr>")
-    missing = f"<p>{escape(STUDENT_MISSING)}</p>" if all(t["status"] == "missing" for t in tests) else \
+    missing = f"<p>{escape(STUDENT_MISSING)}</p>" if all(t.status == "missing" for t in tests) else \
         f"<p><strong>{escape(STUDENT_NOTE)}</strong></p>" if foreign else ""
     return ("<h2>Summary</h2>" + missing + "<table><thead><tr><th>Exercise</th><th>Test</th><th>Points</th>"
             "<th>Status</th></tr></thead><tbody>" + rows + total + "</tbody></table>")
@@ -277,13 +278,13 @@ def _checks(resources) -> dict[str, list[Check]]:
     return hidden_checks(CourseDir(_course_root(resources)), info.get("assignment", ""), info.get("notebook") or None)
 
 
-def _verdicts(resources) -> dict[str, dict]:
+def _verdicts(resources) -> dict[str, TestResult]:
     """grade_id -> verdict, from the autograde marker next to the autograded notebook."""
     info = resources.get("nbgrader", {})
     marker = CourseDir(_course_root(resources)).read_marker(info.get("student", ""), info.get("assignment", "")) or {}
     try:  # an assignment of several notebooks: this notebook's tests only (grade ids are unique per notebook)
-        return {t["grade_id"]: t for t in marker["tests"]
-                if t.get("notebook", info.get("assignment")) == info.get("notebook", info.get("assignment"))}
+        return {t.grade_id: t for t in Outcome.from_json(marker).tests
+                if (t.notebook or info.get("assignment")) == info.get("notebook", info.get("assignment"))}
     except (KeyError, TypeError, AttributeError):
         return {}
 

@@ -6,31 +6,17 @@ marker is graded again, and writing its rows again gives the same gradebook.
 """
 from __future__ import annotations
 
-import json
 import os
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import replace
 from pathlib import Path
 
 from ..authoring.coursedir import TIMESTAMP_FILE, CourseDir
 from ..engine.answer_rules import REVIEW_PREFIX
 from ..engine.references import sha256_of_all
+from ..engine.result import Outcome, TestResult
 
 __all__ = ["Outcome", "save_result", "save_or_report", "outcomes"]
-
-
-@dataclass
-class Outcome:
-    student: str
-    assignment: str
-    score: float
-    max_score: float
-    tests: list[dict]       # TestResult fields, in notebook order
-    problems: list[str]     # what needs the instructor's attention
-    timestamp: str = ""
-    source_sha256: str = ""
-    references_sha256: str = ""  # the reference values it was compared with
-    seconds: float = 0.0    # how long grading took (the kernel's run, on whichever machine); 0: not measured
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -39,11 +25,12 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def save_result(course: CourseDir, gb, student: str, assignment: str, result: dict, extra: list[str]) -> Outcome:
-    """Write the autograded notebook, the gradebook rows (one commit), then the marker.
+def save_result(course: CourseDir, gb, student: str, assignment: str, result: Outcome, extra: list[str]) -> Outcome:
+    """Write the autograded notebook, the gradebook rows (one commit), then the marker; return the outcome saved.
 
     result: what :func:`grader.running.jobs.run_grade_job` returns (or ``run_notebooks_job``: every notebook of
-    the assignment, each test naming its ``"notebook"``); extra: problems to list first."""
+    the assignment, each test naming its ``notebook``), its student and assignment blank; extra: problems to
+    list first."""
     from nbgrader.api import MissingEntry
     from sqlalchemy.exc import SAWarning
 
@@ -53,52 +40,52 @@ def save_result(course: CourseDir, gb, student: str, assignment: str, result: di
     target.mkdir(parents=True, exist_ok=True)
     course.marker(student, assignment).unlink(missing_ok=True)
     stamp = course.timestamp(student, assignment)
-    for notebook, text in (result.get("notebooks") or {assignment: result["notebook"]}).items():
+    for notebook, text in result.notebooks.items():
         (target / f"{notebook}.ipynb").write_text(text, encoding="utf-8")
     if course.notebooks(assignment) != [assignment]:  # nbgrader's layout: the assignment's files beside the graded
         _copy_files(course.source(assignment), target)  # notebooks, as nbgrader's autograde leaves them
     (target / TIMESTAMP_FILE).write_text(stamp, encoding="utf-8")
-    problems = extra + result["problems"]
+    problems = extra + result.problems
     gb.update_or_create_student(student)
     gb.update_or_create_submission(assignment, student, timestamp=stamp)
-    _clear_review_comments(gb, {t.get("notebook", assignment) for t in result["tests"]}, assignment, student)
-    for test in result["tests"]:
+    _clear_review_comments(gb, {t.notebook or assignment for t in result.tests}, assignment, student)
+    for test in result.tests:
         try:
-            grade = gb.find_grade(test["grade_id"], test.get("notebook", assignment), assignment, student)
+            grade = gb.find_grade(test.grade_id, test.notebook or assignment, assignment, student)
         except MissingEntry:
-            problems.append(f"{test['grade_id']} is not in the gradebook; release {assignment} again")
+            problems.append(f"{test.grade_id} is not in the gradebook; release {assignment} again")
             continue
-        if test["status"] == "manual":  # as nbgrader's autograde: no automatic score, listed in
+        if test.status == "manual":  # as nbgrader's autograde: no automatic score, listed in
             grade.auto_score = None        # formgrader; a manual_score given there is kept
             grade.needs_manual_grade = True
         else:
-            grade.auto_score = test["points"]
-            grade.needs_manual_grade = bool(test.get("review")) and grade.manual_score is None
+            grade.auto_score = test.points
+            grade.needs_manual_grade = bool(test.review) and grade.manual_score is None
         _review_comment(gb, test, assignment, student)
     gb.db.commit()
     references = course.reference_files(assignment)
-    outcome = Outcome(student, assignment, sum(t["points"] for t in result["tests"]),
-                      sum(t["max_points"] for t in result["tests"]), result["tests"], problems, stamp,
-                      sha256_of_all(course.source_files(assignment)),
-                      sha256_of_all(references) if all(p.is_file() for p in references) else "",
-                      float(result.get("seconds", 0.0)))
-    _write_atomic(course.marker(student, assignment), json.dumps(asdict(outcome), indent=1))  # ASCII: any text
+    outcome = replace(result, student=student, assignment=assignment, score=sum(t.points for t in result.tests),
+                      max_score=sum(t.max_points for t in result.tests), problems=problems, timestamp=stamp,
+                      source_sha256=sha256_of_all(course.source_files(assignment)),
+                      references_sha256=sha256_of_all(references) if all(p.is_file() for p in references) else "",
+                      seconds=float(result.seconds), notebooks={})
+    _write_atomic(course.marker(student, assignment), outcome.to_json())  # ASCII: any text
     return outcome
 
 
-def _review_comment(gb, test: dict, assignment: str, student: str) -> None:
-    """A test flagged for review (``test["review"]``, :func:`grader.engine.execute.reviewed`) keeps its automatic
+def _review_comment(gb, test: TestResult, assignment: str, student: str) -> None:
+    """A test flagged for review (``test.review``, :func:`grader.engine.execute.reviewed`) keeps its automatic
     score with ``needs_manual_grade``, as nbgrader flags a cell for formgrader; the finding becomes the automatic
     comment of the exercise's answer cell (``review_cell``), which formgrader shows under that cell."""
     from nbgrader.api import MissingEntry
 
-    if not test.get("review") or not test.get("review_cell"):
+    if not test.review or not test.review_cell:
         return
     try:
-        comment = gb.find_comment(test["review_cell"], test.get("notebook", assignment), assignment, student)
+        comment = gb.find_comment(test.review_cell, test.notebook or assignment, assignment, student)
     except MissingEntry:
         return
-    comment.auto_comment = test["review"]
+    comment.auto_comment = test.review
 
 
 def _clear_review_comments(gb, notebooks: set[str], assignment: str, student: str) -> None:
@@ -127,8 +114,8 @@ def _copy_files(source: Path, target: Path) -> None:
         shutil.copyfile(source / name, target / name)
 
 
-def save_or_report(course: CourseDir, gb, student: str, assignment: str, result: dict, extra: list[str],
-                   failed: dict) -> Outcome | None:
+def save_or_report(course: CourseDir, gb, student: str, assignment: str, result: Outcome, extra: list[str],
+                   failed: Outcome) -> Outcome | None:
     """:func:`save_result`; when that fails, undo its gradebook changes and return an outcome that
     says so (zero points, not saved: the next run grades the submission again). None when saved.
 
@@ -139,11 +126,8 @@ def save_or_report(course: CourseDir, gb, student: str, assignment: str, result:
     except Exception as error:  # noqa: BLE001 - one submission's failure must not stop the batch
         gb.db.rollback()
         why = f"its result could not be saved ({type(error).__name__}: {error}); run autograde again"
-        return Outcome(student, assignment, 0.0, sum(t["max_points"] for t in failed["tests"]), failed["tests"],
+        return Outcome(student, assignment, 0.0, sum(t.max_points for t in failed.tests), failed.tests,
                        extra + [why])
-
-
-FIELDS = frozenset(Outcome.__dataclass_fields__)
 
 
 def outcomes(course: CourseDir, names: list[str] | None = None, students: list[str] | None = None) -> list[Outcome]:
@@ -153,7 +137,7 @@ def outcomes(course: CourseDir, names: list[str] | None = None, students: list[s
         if students and student not in students:
             continue
         for assignment in names or course.graded_assignments(student):
-            marker = course.read_marker(student, assignment)
-            if marker:
-                found.append(Outcome(**{k: v for k, v in marker.items() if k in FIELDS}))
+            outcome = course.outcome(student, assignment)
+            if outcome is not None:
+                found.append(outcome)
     return found

@@ -11,6 +11,7 @@ automatic score of a test cell, as in nbgrader (``Grade.score``). :func:`final_s
 from __future__ import annotations
 
 from ..authoring.coursedir import CourseDir
+from ..engine.result import TestResult
 from ..engine.statuses import AWAITING, UNDER_REVIEW
 
 __all__ = ["AWAITING", "UNDER_REVIEW", "manual_scores", "final_score", "score_so_far", "awaiting", "under_review",
@@ -42,32 +43,32 @@ def manual_scores(course: CourseDir) -> dict[tuple[str, str], dict[str, float]]:
     return found
 
 
-def score_key(test: dict) -> str:
+def score_key(test: TestResult) -> str:
     """Where :func:`manual_scores` files a test's score: its grade_id; ``notebook/grade_id`` for a test of an
     assignment of several notebooks (its marker names the notebook; grade ids are unique per notebook)."""
-    return f"{test['notebook']}/{test['grade_id']}" if test.get("notebook") else test["grade_id"]
+    return f"{test.notebook}/{test.grade_id}" if test.notebook else test.grade_id
 
 
-def awaiting(tests: list[dict], scored: dict[str, float]) -> list[str]:
+def awaiting(tests: list[TestResult], scored: dict[str, float]) -> list[str]:
     """The grade_ids of hand-graded answers not graded yet."""
-    return [t["grade_id"] for t in tests if t["status"] == "manual" and score_key(t) not in scored]
+    return [t.grade_id for t in tests if t.status == "manual" and score_key(t) not in scored]
 
 
-def under_review(tests: list[dict], scored: dict[str, float]) -> list[str]:
+def under_review(tests: list[TestResult], scored: dict[str, float]) -> list[str]:
     """The grade_ids of tests flagged for what the grader read in their answer (``review``) that no instructor
     has decided yet: they count with the points their behaviour earned until a manual score replaces them
     (a lower one confirms the finding, the same one clears it)."""
-    return [t["grade_id"] for t in tests if t.get("review") and score_key(t) not in scored]
+    return [t.grade_id for t in tests if t.review and score_key(t) not in scored]
 
 
-def score_so_far(score: float, tests: list[dict], scored: dict[str, float]) -> tuple[float, float]:
+def score_so_far(score: float, tests: list[TestResult], scored: dict[str, float]) -> tuple[float, float]:
     """(points so far, points awaiting): autograde's ``score`` with the instructor's scores in place
     of the points autograde gave those cells, and the points of the hand-graded answers not graded yet."""
-    so_far = score + sum(scored[score_key(t)] - t["points"] for t in tests if score_key(t) in scored)
-    left = sum(t["max_points"] for t in tests if t["status"] == "manual" and score_key(t) not in scored)
+    so_far = score + sum(scored[score_key(t)] - t.points for t in tests if score_key(t) in scored)
+    left = sum(t.max_points for t in tests if t.status == "manual" and score_key(t) not in scored)
     return so_far, float(left)
 
 
-def final_score(score: float, tests: list[dict], scored: dict[str, float]) -> float | None:
+def final_score(score: float, tests: list[TestResult], scored: dict[str, float]) -> float | None:
     """:func:`score_so_far`'s points; None while any answer awaits manual grading."""
     return None if awaiting(tests, scored) else score_so_far(score, tests, scored)[0]

@@ -92,20 +92,20 @@ def _exercises(a: AssignmentData, folder: Path) -> list[str]:
     graded = [s for s in a.submissions.values() if not s.missing]
     out, shares = [], []
     for test in a.tests:
-        results = [t for s in graded for t in s.tests if t["grade_id"] == test.grade_id]
-        shares.append((sum(t["status"] == "passed" for t in results) / len(results) if results else 0.0, test))
+        results = [t for s in graded for t in s.tests if t.grade_id == test.grade_id]
+        shares.append((sum(t.status == "passed" for t in results) / len(results) if results else 0.0, test))
     shares.sort(key=lambda pair: pair[0])
     if shares:
         out.append(_img(share_bars([t.grade_id for _, t in shares], [s for s, _ in shares], f"{a.name}: exercises",
                                    "earned the points", folder / "figures" / f"{a.name}-exercises.png"), folder))
     rows = []
     for share, test in shares:
-        results = [t for s in graded for t in s.tests if t["grade_id"] == test.grade_id]
+        results = [t for s in graded for t in s.tests if t.grade_id == test.grade_id]
         tried = [t for t in results if attempted(t)]
         checks = []
         for check in test.checks:
             failed = sum(check.key in failed_keys(t, test.checks) for t in tried)
-            unreached = sum(check.key in (t.get("unchecked_keys") or []) for t in tried)  # not failures
+            unreached = sum(check.key in (t.unchecked_keys or []) for t in tried)  # not failures
             unsaid = f" ({_pct(unreached, len(tried))} not checked: their test stopped before it)" if unreached else ""
             checks.append((failed, unreached, f"{_pct(failed, len(tried))} failed {escape(check.what or '(no description)')} "
                                               f"<code>{escape(check.key)}</code>{unsaid}"))
@@ -124,8 +124,8 @@ def _exercises(a: AssignmentData, folder: Path) -> list[str]:
 def _problems(a: AssignmentData) -> list[str]:
     lines = [f"<li>{escape(s.student)}: {escape('; '.join(s.attention))}</li>"
              for s in sorted(a.submissions.values(), key=lambda s: s.student) if s.attention]
-    timeouts = [f"<li>{escape(s.student)}: <code>{escape(t['grade_id'])}</code></li>"
-                for s in a.submissions.values() for t in s.tests if t["status"] == "timeout"]
+    timeouts = [f"<li>{escape(s.student)}: <code>{escape(t.grade_id)}</code></li>"
+                for s in a.submissions.values() for t in s.tests if t.status == "timeout"]
     out = ["<h3>Needs attention</h3>", f"<ul>{''.join(_more(lines))}</ul>" if lines else "<p>nothing</p>",
            "<h3>Timed out</h3>", f"<ul>{''.join(_more(timeouts))}</ul>" if timeouts else "<p>nothing timed out</p>"]
     return out
@@ -169,7 +169,7 @@ def _student_page(data: ClassData, student: str) -> str:
             rows.append([escape(a.name), "-", "nothing submitted", ""])
             continue
         late = "" if s.late_seconds is None else (f"late by {s.late_seconds / 3600:.1f} h" if s.late_seconds else "on time")
-        tests = "<br>".join(f"<code>{escape(t['grade_id'])}</code> {escape(t['status'])}: {escape(t['reason'])}"
+        tests = "<br>".join(f"<code>{escape(t.grade_id)}</code> {escape(t.status)}: {escape(t.reason)}"
                             for t in s.tests)
         score = f"{s.score:g}/{s.max_score:g}" + (f" ({AWAITING}: {', '.join(s.awaiting)})" if s.awaiting else "")
         score += f" ({UNDER_REVIEW}: {', '.join(s.review)})" if s.review else ""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from ..authoring.coursedir import CourseDir
-from .gradebook import FIELDS, Outcome
+from ..engine.result import TestResult
 from .manual import awaiting, manual_scores, under_review
 from .table import ATTENTION, attempted
 
@@ -49,7 +49,7 @@ class Submission:
     student: str
     score: float
     max_score: float
-    tests: list[dict]                # the marker's TestResult fields
+    tests: list[TestResult]          # the marker's, in notebook order
     problems: list[str]
     seconds: float = 0.0             # grading time; 0: not measured (graded before it was stored)
     late_seconds: float | None = None  # None: the assignment has no due date
@@ -59,13 +59,13 @@ class Submission:
     @property
     def missing(self) -> bool:
         """Nothing gradable arrived (no notebook, or an unreadable one)."""
-        return bool(self.tests) and all(t["status"] == "missing" for t in self.tests)
+        return bool(self.tests) and all(t.status == "missing" for t in self.tests)
 
     @property
     def attention(self) -> list[str]:
         """Problems and tests that stopped beyond a wrong answer (timeouts, crashes)."""
-        found = list(self.problems) + [f"{t['grade_id']}: {t['status']}" for t in self.tests
-                                       if t["status"] in ATTENTION and t["status"] != "missing"]
+        found = list(self.problems) + [f"{t.grade_id}: {t.status}" for t in self.tests
+                                       if t.status in ATTENTION and t.status != "missing"]
         return [] if self.missing else list(dict.fromkeys(found))
 
 
@@ -88,14 +88,15 @@ class ClassData:
     assignments: list[AssignmentData]
 
 
-def failed_keys(test: dict, checks: list[Check]) -> list[str]:
+def failed_keys(test: TestResult, checks: list[Check]) -> list[str]:
     """The hidden checks this test ran and missed (not those it never reached). Markers written before grading stored the keys hold only
-    the reason, which names the first failing key as ``(<key repr>)``: that one is recovered."""
-    if test["status"] == "passed":
+    the reason, which names the first failing key as ``(<key repr>)``: that one is recovered (a test without
+    failed keys whose reason names none gives [] either way)."""
+    if test.status == "passed":
         return []
-    if "failed_keys" in test:  # less those never checked: the test stopped before them (not a wrong answer)
-        return [key for key in test["failed_keys"] if key not in (test.get("unchecked_keys") or [])]
-    return [c.key for c in checks if f"({c.key!r})" in test.get("reason", "")][:1]
+    if test.failed_keys:  # less those never checked: the test stopped before them (not a wrong answer)
+        return [key for key in test.failed_keys if key not in (test.unchecked_keys or [])]
+    return [c.key for c in checks if f"({c.key!r})" in test.reason][:1]
 
 
 def _docstring(source: str) -> str:
@@ -187,10 +188,9 @@ def _assignment(course: CourseDir, gb, assignment, by_hand: dict[tuple[str, str]
     stamps, scores = _submissions(gb, name)
     submissions = {}
     for student in stamps.keys() | set(course.students()):
-        marker = course.read_marker(student, name)
-        if not marker:
+        outcome = course.outcome(student, name)
+        if outcome is None:
             continue
-        outcome = Outcome(**{k: v for k, v in marker.items() if k in FIELDS})
         stamp, extension = stamps.get(student, (None, None))
         own = None if due is None else due + (extension or timedelta(0))  # as nbgrader's SubmittedAssignment.duedate
         late = None if own is None or stamp is None else max(0.0, (stamp - own).total_seconds())
@@ -199,6 +199,6 @@ def _assignment(course: CourseDir, gb, assignment, by_hand: dict[tuple[str, str]
                                           outcome.problems, float(outcome.seconds or 0.0), late,
                                           awaiting(outcome.tests, by_hand.get((student, name), {})),
                                           under_review(outcome.tests, by_hand.get((student, name), {})))
-    seen = list(described) or [t["grade_id"] for s in list(submissions.values())[:1] for t in s.tests]
+    seen = list(described) or [t.grade_id for s in list(submissions.values())[:1] for t in s.tests]
     tests.sort(key=lambda t: (seen.index(t.grade_id) if t.grade_id in seen else len(seen), t.grade_id))
     return AssignmentData(name, due, tests, submissions, reference_seconds)

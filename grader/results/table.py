@@ -20,6 +20,7 @@ from pathlib import Path
 from ..authoring.coursedir import CourseDir
 from ..engine.statuses import LEFT_AS_RELEASED
 from ..engine.outputs import printable
+from ..engine.result import TestResult
 from .foreign import INSTRUCTOR_NOTE, foreign_notebooks
 from .gradebook import Outcome
 from .late import lateness, semester_of
@@ -67,7 +68,7 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
             if o and (left := awaiting(o.tests, by_instructor)):
                 by_hand.append(f"{where}: {', '.join(left)}")
             if flagged:
-                review += [f"{where}: {t['grade_id']}: {t['review']}" for t in o.tests if t["grade_id"] in flagged]
+                review += [f"{where}: {t.grade_id}: {t.review}" for t in o.tests if t.grade_id in flagged]
             if o is None:
                 if own is not None and own <= now:
                     attention.append(f"{where}: nothing submitted (due {own:%Y-%m-%d %H:%M} UTC)")
@@ -76,8 +77,8 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
                 continue
             foreign = foreign_notebooks(course, student, name)
             problems = [p for p in o.problems if not (foreign and NOT_FOUND in p)]  # one line says it for them all
-            reasons = problems + [f"{score_key(t)}: {t['status']} - {t['reason']}" for t in o.tests
-                                          if t["status"] in ATTENTION and t["status"] != "missing"]
+            reasons = problems + [f"{score_key(t)}: {t.status} - {t.reason}" for t in o.tests
+                                          if t.status in ATTENTION and t.status != "missing"]
             reasons += [INSTRUCTOR_NOTE.format(names=", ".join(f"{n}.ipynb" for n in foreign))] if foreign else []
             attention += [f"{where}: {_for_instructor(r)}" for r in dict.fromkeys(reasons)]
             failures += [] if foreign else _failures(where, o.tests)  # not ten "not attempted": said once above
@@ -142,19 +143,19 @@ def due_dates(course: CourseDir) -> dict[str, datetime]:
                          else a.duedate.astimezone(timezone.utc)) for a in gb.assignments if a.duedate}
 
 
-def attempted(test: dict) -> bool:
+def attempted(test: TestResult) -> bool:
     """The student ran something for this test (not missing, not the released stub, not a hand-graded
     answer left as released)."""
-    return (test["status"] != "missing" and NOT_ATTEMPTED not in test.get("reason", "")
-            and test.get("reason") != LEFT_AS_RELEASED)
+    return (test.status != "missing" and NOT_ATTEMPTED not in test.reason
+            and test.reason != LEFT_AS_RELEASED)
 
 
-def _failures(where: str, tests: list[dict]) -> list[str]:
+def _failures(where: str, tests: list[TestResult]) -> list[str]:
     """Up to 3 lines per submission, each failed test with its whole reason; stubs left as released
     are counted on one line."""
-    failed = [t for t in tests if t["status"] in ("failed", "error")]
+    failed = [t for t in tests if t.status in ("failed", "error")]
     untouched = [t for t in failed if not attempted(t)]
-    named = [f"{where}: {score_key(t)}: {_whole_words(t['reason'])}" for t in failed if t not in untouched]
+    named = [f"{where}: {score_key(t)}: {_whole_words(t.reason)}" for t in failed if t not in untouched]
     lines = named[:3] + ([f"{where}: and {len(named) - 3} more failed test(s), listed in the feedback"]
                          if len(named) > 3 else [])
     if untouched:

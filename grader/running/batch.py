@@ -14,6 +14,7 @@ batch goes on with the other submissions.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ..authoring.assembly import GraderError, release
@@ -158,12 +159,12 @@ class _Batch:
         any other assignment (nbgrader's layout) by a :class:`NotebooksJob`."""
         return self.course.notebooks(name) == [name]
 
-    def _failed(self, name: str, why: str) -> dict:
+    def _failed(self, name: str, why: str) -> Outcome:
         """Every test of the assignment 0, ``why`` its problem (:func:`failed_result`, per notebook)."""
         if self._single(name):
             return failed_result(self._assignment(name), why)
         result = merged_results({nb: failed_result(self._assignment(name, nb), why) for nb in self.course.notebooks(name)})
-        return {**result, "problems": [why] if why else []}
+        return replace(result, problems=[why] if why else [])
 
     def _grade_job(self, student: str, assignment: str, notebook: str) -> GradeJob:
         path = self.course.submitted_notebook(student, assignment, notebook)
@@ -271,7 +272,7 @@ class _Batch:
             result = self._failed(assignment, f"grading failed: {type(error).__name__}: {error}")
         self._save(gb, student, assignment, result, bar)
 
-    def _save(self, gb, student: str, assignment: str, result: dict, bar) -> None:
+    def _save(self, gb, student: str, assignment: str, result: Outcome, bar) -> None:
         has_notebook = any(self.course.submitted_notebook(student, assignment, nb).exists()
                            for nb in self.course.notebooks(assignment))
         lost = save_or_report(self.course, gb, student, assignment, result,

@@ -45,6 +45,7 @@ from ..authoring.graded_cells import graded_cell_problems, kernel_word_hint, who
 from ..authoring.manual_cells import manual_cell_problems, manual_cell_warnings
 from ..engine import course as nbs
 from ..engine import variants
+from ..engine.result import Outcome, TestResult
 from ..engine.statuses import LEFT_AS_RELEASED
 from ..engine.shares import visible_apart
 from .jobs import Assignment, GradeJob, ReferenceJob, run_grade_job, run_reference_job
@@ -130,19 +131,17 @@ def _grade_job(plan: "_Plan", source: nbs.NotebookNode, submission: nbs.Notebook
     return GradeJob(trusted, nbformat.writes(submission).encode("utf-8"), refs, limits, unsafe)
 
 
-def _verdicts(result: dict) -> tuple[list[tuple], list[str]]:
-    """[(grade_id, points, max_points, status, reason, failed_keys)] and problems, from a grade job's result."""
-    tests = [(t["grade_id"], t["points"], t["max_points"], t["status"], t["reason"], t.get("failed_keys", []))
-             for t in result["tests"]]
-    return tests, list(result["problems"])
+def _verdicts(result: Outcome) -> tuple[list[TestResult], list[str]]:
+    """The tests and the problems of a grade job's outcome."""
+    return list(result.tests), list(result.problems)
 
 
-def _free_shares(plan: "_Plan", gid: str, test: tuple) -> str:
+def _free_shares(plan: "_Plan", gid: str, test: TestResult) -> str:
     """For a test with shares (partial credit) that earned points on a stub: which keys matched there,
     each a share given for nothing (" " + a sentence), else ""."""
     expected = (plan.references or {}).get("cells", {}).get(gid.removeprefix(variants.STUBBED_PREFIX), {})
     free = [f"{key!r} ({ref.get('what') or 'no description'})" for key, ref in expected.items()
-            if "points" in ref and key not in test[5]]
+            if "points" in ref and key not in test.failed_keys]
     return (f" (key {', '.join(free)} of {gid.removeprefix(variants.STUBBED_PREFIX)!r} matches on the stub: its share "
             "is given for nothing; record a value that depends on the student's answer)") if free else ""
 
@@ -303,20 +302,21 @@ def _collect_variants(runner, plan: _Plan, say) -> None:
             plan.report.add(name, False, f"grading crashed: {type(error).__name__}: {error}")
             continue
         tests, by_hand = _auto_and_by_hand(tests)
-        by_id = {t[0]: t for t in tests}
+        by_id = {t.grade_id: t for t in tests}
         # What the grader reported beside the verdicts (a cell that timed out, a kernel that crashed, output cut):
         # every student's grading would meet it too, so the check fails even when the scores look right.
         reported = ("; the grader reported: " + "; ".join(problems)) if problems else ""
         if name == "a":
-            score, total = sum(t[1] for t in tests), sum(t[2] for t in tests)
-            lost = [f"{t[0]} {t[3]} ({t[4]})" for t in tests if t[1] < t[2]]
+            score, total = sum(t.points for t in tests), sum(t.max_points for t in tests)
+            lost = [f"{t.grade_id} {t.status} ({t.reason})" for t in tests if t.points < t.max_points]
             plan.report.add("a", not lost and not problems and (total > 0 or bool(by_hand)),
                             f"solution scores {score:g}/{total:g}" + by_hand + ("; lost: " + "; ".join(lost) if lost else "")
                             + reported)
         elif name == "b":
-            earned = [f"{t[0]} earns {t[1]:g}{_free_shares(plan, t[0], t)}" for t in tests if t[1] > 0]
+            earned = [f"{t.grade_id} earns {t.points:g}{_free_shares(plan, t.grade_id, t)}"
+                      for t in tests if t.points > 0]
             plan.report.add("b", not earned and not problems,
-                            ("; ".join(earned) or f"release scores 0/{sum(t[2] for t in tests):g}" + by_hand) + reported)
+                            ("; ".join(earned) or f"release scores 0/{sum(t.max_points for t in tests):g}" + by_hand) + reported)
         elif name == "c":
             if problems:
                 plan.report.add("c", False, "the run with each exercise stubbed in turn" + reported)
@@ -330,18 +330,18 @@ def _collect_variants(runner, plan: _Plan, say) -> None:
         say(f"{plan.report.notebook.name}: {name} {'ok' if plan.report.checks[-1].ok else 'FAILED'}")
 
 
-def _auto_and_by_hand(tests: list[tuple]) -> tuple[list[tuple], str]:
+def _auto_and_by_hand(tests: list[TestResult]) -> tuple[list[TestResult], str]:
     """The auto-graded verdicts, and "; N points graded by hand" for hand-graded answers (status
     "manual", or 0 points when left as released): those are neither full marks in (a) nor zero in (b),
     so (a) and (b) leave them out."""
-    hand = [t for t in tests if t[3] == "manual" or t[4] == LEFT_AS_RELEASED]
-    by_hand = sum(t[2] for t in hand)
+    hand = [t for t in tests if t.status == "manual" or t.reason == LEFT_AS_RELEASED]
+    by_hand = sum(t.max_points for t in hand)
     return [t for t in tests if t not in hand], (f"; {by_hand:g} points graded by hand" if by_hand else "")
 
 
 def _add_c(report: GateReport, exercise: nbs.Exercise, by_id: dict, plan: "_Plan | None" = None) -> None:
     """Gate (c) for one exercise, from the verdicts of its tests with only that exercise stubbed."""
-    vacuous = [gid for gid in exercise.test_ids if gid in by_id and by_id[gid][1] > 0]
+    vacuous = [gid for gid in exercise.test_ids if gid in by_id and by_id[gid].points > 0]
     missing = [gid for gid in exercise.test_ids if gid not in by_id]
     free = "".join(_free_shares(plan, gid, by_id[gid]) for gid in vacuous) if plan is not None else ""
     stubbed = f"with {', '.join(exercise.solution_ids)} stubbed" if exercise.solution_ids else "with no answer before it"

@@ -7,22 +7,24 @@ local worker process and on another machine (:mod:`grader.running.runner`), and 
 gradebook, the course directory or other students' work.
 
     job = GradeJob(Assignment.from_source(path), submission_bytes, refs.to_dict(), Limits(), False)
-    result = run_grade_job(job)   # {"tests": [TestResult fields], "problems": [...], "notebook": str, "seconds": float}
+    outcome = run_grade_job(job)  # Outcome("", "", score, max_score, [TestResult], problems, seconds=...,
+                                  #         notebooks={"01_tensors": graded notebook text})
 
 An assignment of several notebooks (nbgrader's layout) travels as one :class:`NotebooksJob` holding a job per
-notebook; its result has every notebook's tests (each naming its ``"notebook"``) and ``"notebooks"``.
+notebook; its outcome has every notebook's tests (each naming its ``notebook``) and graded notebooks.
 """
 from __future__ import annotations
 
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..engine.cgroups import set_kernel_slots
 from ..engine.cleanup import scratch_folder
 from ..engine.course import safe_relative_name, support_files_under
+from ..engine.result import Outcome, TestResult
 from ..engine.sandbox import Limits
 from .worker_memory import bound_worker, check_bounded
 
@@ -89,8 +91,9 @@ def run_reference_job(job: ReferenceJob) -> dict:
                              unsafe=job.unsafe).to_dict()
 
 
-def run_grade_job(job: GradeJob) -> dict:
-    """Grade one submission; return its tests (as dicts), problems and graded notebook (text)."""
+def run_grade_job(job: GradeJob) -> Outcome:
+    """Grade one submission; return its outcome: student and assignment blank (the worker never learns them),
+    ``notebooks``: {the notebook's name without ".ipynb": the graded notebook's text}."""
     import nbformat
 
     from ..engine.execute import grade
@@ -108,8 +111,10 @@ def run_grade_job(job: GradeJob) -> dict:
         result = grade(source, submission, References.from_dict(job.references), workdir=Path(scratch) / "work",
                        limits=job.limits, unsafe=job.unsafe, missing=job.missing, deduct_certain=job.deduct_certain)
         seconds = round(time.monotonic() - started, 2)
-    return {"tests": [asdict(t) for t in result.tests.values()], "problems": list(result.problems),
-            "notebook": nbformat.writes(result.notebook), "seconds": seconds}
+    tests = list(result.tests.values())
+    return Outcome("", "", sum(t.points for t in tests), sum(t.max_points for t in tests), tests,
+                   list(result.problems), seconds=seconds,
+                   notebooks={Path(job.assignment.name).stem: nbformat.writes(result.notebook)})
 
 
 @dataclass(frozen=True)
@@ -120,7 +125,7 @@ class NotebooksJob:
     jobs: tuple[tuple[str, GradeJob | ReferenceJob], ...]
 
 
-def run_notebooks_job(job: NotebooksJob) -> dict:
+def run_notebooks_job(job: NotebooksJob) -> Outcome:
     """Grade each notebook of a submission; return :func:`merged_results` of their :func:`run_grade_job` results."""
     return merged_results({name: run_grade_job(one) for name, one in job.jobs})
 
@@ -130,28 +135,29 @@ def run_notebooks_reference_job(job: NotebooksJob) -> dict:
     return {name: run_reference_job(one) for name, one in job.jobs}
 
 
-def merged_results(results: dict[str, dict]) -> dict:
-    """One assignment's result from its notebooks' (name -> :func:`run_grade_job` result): every test, with
-    ``"notebook"`` naming its notebook; problems prefixed with the notebook's file name; ``"notebooks"``:
-    name -> graded notebook (text); seconds added up."""
-    return {"tests": [dict(test, notebook=name) for name, result in results.items() for test in result["tests"]],
-            "problems": [f"{name}.ipynb: {problem}" for name, result in results.items() for problem in result["problems"]],
-            "notebooks": {name: result["notebook"] for name, result in results.items()},
-            "seconds": round(sum(float(result.get("seconds", 0.0)) for result in results.values()), 2)}
+def merged_results(results: dict[str, Outcome]) -> Outcome:
+    """One assignment's outcome from its notebooks' (name -> :func:`run_grade_job` outcome): every test, with
+    ``notebook`` naming its notebook; problems prefixed with the notebook's file name; ``notebooks``:
+    name -> graded notebook (text); seconds added up. Student and assignment blank."""
+    tests = [replace(test, notebook=name) for name, result in results.items() for test in result.tests]
+    return Outcome("", "", sum(t.points for t in tests), sum(t.max_points for t in tests), tests,
+                   [f"{name}.ipynb: {problem}" for name, result in results.items() for problem in result.problems],
+                   seconds=round(sum(float(result.seconds) for result in results.values()), 2),
+                   notebooks={name: text for name, result in results.items() for text in result.notebooks.values()})
 
 
-def failed_result(assignment: Assignment, why: str) -> dict:
-    """What :func:`run_grade_job` returns for a submission that could not be graded: every test 0, ``why``
-    as its problem."""
+def failed_result(assignment: Assignment, why: str) -> Outcome:
+    """What :func:`run_grade_job` returns for a submission that could not be graded: every test 0 (status
+    "error"), ``why`` as its problem, the trusted notebook as the graded one."""
     import nbformat
 
     from ..engine.course import cell_points, is_test, nbgrader_meta
 
     nb = nbformat.reads(assignment.notebook.decode("utf-8"), as_version=4)
-    tests = [{"grade_id": nbgrader_meta(c)["grade_id"], "max_points": cell_points(c),
-              "points": 0.0, "status": "error", "reason": "This submission could not be graded."}
-             for c in nb.cells if is_test(c)]
-    return {"tests": tests, "problems": [why], "notebook": nbformat.writes(nb)}
+    tests = [TestResult(nbgrader_meta(c)["grade_id"], cell_points(c), 0.0, "error",
+                        "This submission could not be graded.") for c in nb.cells if is_test(c)]
+    return Outcome("", "", sum(t.points for t in tests), sum(t.max_points for t in tests), tests, [why],
+                   notebooks={Path(assignment.name).stem: nbformat.writes(nb)})
 
 
 def start_worker(workers: int, parent: int, memory_mb: int) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..authoring.coursedir import CourseDir
 from ..engine.references import References, sha256_of, sha256_of_all
+from ..engine.result import Outcome
 
 __all__ = ["gradebook_scores", "in_gradebook", "pending_submissions", "reference_plan"]
 
@@ -65,12 +66,14 @@ def pending_submissions(course: CourseDir, names: list[str], students: list[str]
 
 def in_gradebook(marker: dict, scores: dict[tuple[str, str, str], float | None]) -> bool:
     """Whether the gradebook holds every test score the marker says was saved (a hand-graded
-    answer's: no automatic score)."""
+    answer's: no automatic score). marker: the marker's parsed JSON; a damaged one (not an
+    :class:`grader.engine.result.Outcome`) is not in the gradebook."""
     try:
-        keys = [grade_key(marker["student"], marker["assignment"], t.get("notebook", marker["assignment"]),
-                          t["grade_id"]) for t in marker["tests"]]
-        return all(scores.get(key, 0.0) is None if t["status"] == "manual" else scores.get(key) == t["points"]
-                   for key, t in zip(keys, marker["tests"]))
+        saved = Outcome.from_json(marker)
+        keys = [grade_key(saved.student, saved.assignment, t.notebook or saved.assignment, t.grade_id)
+                for t in saved.tests]
+        return all(scores.get(key, 0.0) is None if t.status == "manual" else scores.get(key) == t.points
+                   for key, t in zip(keys, saved.tests))
     except (KeyError, TypeError):
         return False
 
