@@ -26,7 +26,8 @@ For each source notebook:
     follow their own rules; (a) and (b) leave their points out and name them: "N points graded by hand".
 
 The trusted reference run (``REFERENCE_RUN``) also fails when a graded test cell that calls ``record()`` records no
-value. Grading runs through :mod:`grader.engine.execute`; the runs of all notebooks share one pool of ``workers`` processes.
+value. Grading runs through :mod:`grader.engine.execute`; the runs of all notebooks share one pool of ``workers``
+processes.
 
 An assert-only test cell (no ``record()``, stock nbgrader's kind: the engine scores it as nbgrader does: full marks
 when it runs without an error, or the number its last line shows) fails (f) unless the gate runs with ``allow_asserts`` (``--allow-asserts``), meant for an
@@ -208,7 +209,8 @@ def _structure_check(path: Path, report: GateReport, allow_asserts: bool = False
     if allow_asserts:  # assert-only test cells answer to nbgrader's rule instead (points on the kernel's word)
         rules = [problem for cell in source.cells if nbs.is_test(cell) and not nbs.asserts_only(cell)
                  for problem in graded_cell_problems(cell)]
-    report.add(GateCheck.TEST_CELLS_FOLLOW_THE_RULES, not rules, "; ".join(rules) or "hidden parts record results and compare nothing; "
+    report.add(GateCheck.TEST_CELLS_FOLLOW_THE_RULES, not rules,
+               "; ".join(rules) or "hidden parts record results and compare nothing; "
                "visible parts run without the grader" + ("; assert-only test cells allowed (--allow-asserts)"
                                                          if allow_asserts and kernel_word_hint(source.cells) else ""))
     if kernel_word_hint(source.cells):
@@ -223,7 +225,8 @@ def _structure_check(path: Path, report: GateReport, allow_asserts: bool = False
     if nbs.manual_points(source):
         manual = manual_cell_problems(source, zero_points_ok=allow_asserts)
         unmodelled = manual_cell_warnings(source) if allow_asserts else []  # nbgrader needs no model answer
-        report.add(GateCheck.HAND_GRADED_ANSWERS_FOLLOW_THEIR_RULES, not manual, "; ".join(manual) or f"{nbs.manual_points(source):g} points graded by hand: "
+        report.add(GateCheck.HAND_GRADED_ANSWERS_FOLLOW_THEIR_RULES, not manual,
+                   "; ".join(manual) or f"{nbs.manual_points(source):g} points graded by hand: "
                    + ("each answer has a question and points; warning: " + "; ".join(unmodelled) if unmodelled
                       else "each answer has a question, a model answer and points"))
     return source
@@ -240,7 +243,8 @@ def _release_check(path: Path, source: nbs.NotebookNode, files: Path, report: Ga
         report.add(GateCheck.RELEASE_LEAKS_NOTHING, False, f"nbgrader could not generate the release: {error}")
         return
     found = leaks(source, released)
-    report.add(GateCheck.RELEASE_LEAKS_NOTHING, not found, "; ".join(found) or "no solution code or hidden test text in the release")
+    report.add(GateCheck.RELEASE_LEAKS_NOTHING, not found,
+               "; ".join(found) or "no solution code or hidden test text in the release")
 
 
 def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe: bool = False,
@@ -351,7 +355,8 @@ def _collect_variants(runner, plan: _Plan, say) -> None:
                             ("; ".join(earned) or f"release scores 0/{sum(t[2] for t in tests):g}" + by_hand) + reported)
         elif name == GateCheck.EACH_TEST_FAILS_WITHOUT_ITS_ANSWER:
             if problems:
-                plan.report.add(GateCheck.EACH_TEST_FAILS_WITHOUT_ITS_ANSWER, False, "the run with each exercise stubbed in turn" + reported)
+                plan.report.add(GateCheck.EACH_TEST_FAILS_WITHOUT_ITS_ANSWER, False,
+                                "the run with each exercise stubbed in turn" + reported)
             for exercise in exercises.values():
                 _add_c(plan.report, exercise, {gid.removeprefix(variants.STUBBED_PREFIX): t for gid, t in by_id.items()
                                                if gid.startswith(variants.STUBBED_PREFIX)}, plan)
