@@ -23,7 +23,7 @@ from ..engine.references import References
 from ..engine.seal import course_key
 from ..results.gradebook import Outcome, outcomes as _outcomes, save_or_report
 from ..results.late import semester_of, sync
-from .jobs import (Assignment, GradeJob, NotebooksJob, ReferenceJob, failed_result, merged_results, run_grade_job,
+from .jobs import (GradeJob, NotebooksJob, ReferenceJob, TrustedNotebook, failed_result, merged_results, run_grade_job,
                    run_notebooks_job, run_notebooks_reference_job, run_reference_job)
 from .runner import open_runner
 from .pending import gradebook_scores, pending_submissions, reference_plan
@@ -143,14 +143,14 @@ class _Batch:
         self.deduct = deduct  # the course's c.CourseGrader.deduct_certain_findings
         self.failed: dict[str, str] = {}                   # assignment -> why its reference failed
         self.refused: dict[tuple[str, str], str] = {}      # (student, assignment) -> why not graded
-        self.trusted: dict[tuple[str, str], Assignment] = {}  # (assignment, notebook) -> its trusted material
+        self.trusted: dict[tuple[str, str], TrustedNotebook] = {}  # (assignment, notebook) -> its trusted material
         self.unsaved: list[Outcome] = []                   # results that could not be saved
         self.lost: set[ReferenceRun | SubmissionRun] = set()  # jobs whose worker died once already
 
-    def _assignment(self, name: str, notebook: str | None = None) -> Assignment:
+    def _assignment(self, name: str, notebook: str | None = None) -> TrustedNotebook:
         key = (name, notebook or name)
         if key not in self.trusted:
-            self.trusted[key] = Assignment.from_source(self.course.source_notebook(*key))
+            self.trusted[key] = TrustedNotebook.from_source(self.course.source_notebook(*key))
         return self.trusted[key]
 
     def _single(self, name: str) -> bool:

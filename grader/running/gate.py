@@ -55,7 +55,7 @@ from ..engine import course as nbs
 from ..engine import variants
 from ..engine.statuses import LEFT_AS_RELEASED
 from ..engine.shares import visible_apart
-from .jobs import Assignment, GradeJob, ReferenceJob, run_grade_job, run_reference_job
+from .jobs import GradeJob, ReferenceJob, TrustedNotebook, run_grade_job, run_reference_job
 from .runner import open_runner
 
 __all__ = ["Check", "GateCheck", "GateReport", "leaks", "check_notebooks"]
@@ -159,7 +159,7 @@ def _grade_job(plan: "_Plan", source: nbs.NotebookNode, submission: nbs.Notebook
         cells.update({variants.STUBBED_PREFIX + gid: value for gid, value in refs["cells"].items()})
         refs = dict(refs, cells=cells, source_sha256="")
     trusted = plan.assignment if source is plan.source else \
-        Assignment(plan.assignment.name, nbformat.writes(source).encode("utf-8"), plan.assignment.support)
+        TrustedNotebook(plan.assignment.name, nbformat.writes(source).encode("utf-8"), plan.assignment.support)
     return GradeJob(trusted, nbformat.writes(submission).encode("utf-8"), refs, limits, unsafe)
 
 
@@ -187,7 +187,7 @@ class _Plan:
     report: GateReport
     source: nbs.NotebookNode | None
     files: Path
-    assignment: Assignment | None = None
+    assignment: TrustedNotebook | None = None
     jobs: dict[str, object] = field(default_factory=dict)  # check name -> future
     references: dict | None = None  # the reference run's values (References.to_dict())
 
@@ -270,7 +270,7 @@ def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe:
             files.mkdir()
             plan = _Plan(report, _structure_check(path, report, allow_asserts), files)
             if plan.source is not None:
-                plan.assignment = Assignment.from_source(path)
+                plan.assignment = TrustedNotebook.from_source(path)
             plans.append(plan)
         with open_runner(workers=workers, scheduler=scheduler) as runner:
             refs = {id(p): runner.submit(run_reference_job, ReferenceJob(p.assignment, limits, unsafe))

@@ -6,7 +6,7 @@ folder, grade there with :mod:`grader.engine.execute`, and return plain data; so
 local worker process and on another machine (:mod:`grader.running.runner`), and a worker never sees the
 gradebook, the course directory or other students' work.
 
-    job = GradeJob(Assignment.from_source(path), submission_bytes, refs.to_dict(), Limits(), False)
+    job = GradeJob(TrustedNotebook.from_source(path), submission_bytes, refs.to_dict(), Limits(), False)
     result = run_grade_job(job)   # {"tests": [TestResult fields], "problems": [...], "notebook": str, "seconds": float}
 
 An assignment of several notebooks (nbgrader's layout) travels as one :class:`NotebooksJob` holding a job per
@@ -26,21 +26,22 @@ from ..engine.course import safe_relative_name, support_files_under
 from ..engine.sandbox import Limits
 from .worker_memory import bound_worker, check_bounded
 
-__all__ = ["Assignment", "ReferenceJob", "GradeJob", "NotebooksJob", "run_reference_job", "run_grade_job",
+__all__ = ["TrustedNotebook", "ReferenceJob", "GradeJob", "NotebooksJob", "run_reference_job", "run_grade_job",
            "run_notebooks_job", "run_notebooks_reference_job", "merged_results", "start_worker", "share_cores",
            "die_with_parent", "failed_result"]
 
 
 @dataclass(frozen=True)
-class Assignment:
-    """The trusted material of one assignment: its notebook and the files that ship with it."""
+class TrustedNotebook:
+    """One trusted notebook (an assignment's, or one of its notebooks in nbgrader's layout) and the files that ship
+    with it."""
 
     name: str                                   # the notebook's file name, "01_tensors.ipynb"
     notebook: bytes
     support: tuple[tuple[str, bytes], ...] = ()  # (relative path, content), e.g. ("data/x.csv", b"...")
 
     @classmethod
-    def from_source(cls, path: Path) -> "Assignment":
+    def from_source(cls, path: Path) -> "TrustedNotebook":
         """Read ``path`` and the files that ship with it, sub-folders included
         (:func:`grader.engine.course.support_files_under`)."""
         path = Path(path)
@@ -62,14 +63,14 @@ class Assignment:
 
 @dataclass(frozen=True)
 class ReferenceJob:
-    assignment: Assignment
+    assignment: TrustedNotebook
     limits: Limits
     unsafe: bool
 
 
 @dataclass(frozen=True)
 class GradeJob:
-    assignment: Assignment
+    assignment: TrustedNotebook
     submission: bytes | None   # None: nothing to grade (``missing`` says why)
     references: dict           # grader.engine.references.References.to_dict()
     limits: Limits
@@ -140,7 +141,7 @@ def merged_results(results: dict[str, dict]) -> dict:
             "seconds": round(sum(float(result.get("seconds", 0.0)) for result in results.values()), 2)}
 
 
-def failed_result(assignment: Assignment, why: str) -> dict:
+def failed_result(assignment: TrustedNotebook, why: str) -> dict:
     """What :func:`run_grade_job` returns for a submission that could not be graded: every test 0, ``why``
     as its problem."""
     import nbformat
