@@ -1,5 +1,5 @@
 """Results: what grading leaves behind and what is made of it. In: graded outcomes, written to the
 gradebook and markers (:mod:`.gradebook`, the only writer). Out: the grade table, feedback pages,
 the CSV export, the class report, the similarity check and feedback released into nbgrader's
-exchange (:mod:`.release`); none of them changes a grade.
+exchange (:mod:`.feedback_release`); none of them changes a grade.
 """
