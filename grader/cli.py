@@ -57,11 +57,11 @@ def cmd_release(args) -> int:
 
     if args.build:  # a course that exists: main() refused a folder that is none
         build(args.root, args.course)
-    from .results.late import sync
+    from .results.gradebook import sync_semester
 
     for path in release(args.root, _named(args, args.assignment)):
         print(f"released {path}")
-    sync(CourseDir(args.root))  # the semester file's due dates into the gradebook, where formgrader reads them
+    sync_semester(CourseDir(args.root))  # the semester file's due dates into the gradebook, where formgrader reads them
     return 0
 
 

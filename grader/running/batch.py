@@ -21,8 +21,8 @@ from ..authoring.coursedir import CourseDir
 from ..engine.cleanup import remove_orphans
 from ..engine.references import References
 from ..engine.seal import course_key
-from ..results.gradebook import Outcome, outcomes as _outcomes, save_or_report
-from ..results.late import semester_of, sync
+from ..results.gradebook import Outcome, outcomes as _outcomes, save_or_report, sync_semester
+from ..results.late import semester_of
 from .jobs import (GradeJob, NotebooksJob, ReferenceJob, TrustedNotebook, failed_result, merged_results, run_grade_job,
                    run_notebooks_job, run_notebooks_reference_job, run_reference_job)
 from .runner import open_runner
@@ -115,7 +115,7 @@ def autograde(root: Path, *, assignments: list[str] | None = None, students: lis
     if todo:
         with open_runner(workers=workers, scheduler=scheduler) as runner, Gradebook(db_url, course_id) as gb:
             batch.run(runner, gb, todo, [a for a in stale if any(a == t for _, t in todo)], seconds)
-    sync(course)  # due dates, extensions, penalties: from timestamps and the semester file, no kernel rerun
+    sync_semester(course)  # due dates, extensions, penalties: from timestamps and the semester file, no kernel rerun
     graded = Outcomes(_with_unsaved(_outcomes(course, names, students), batch.unsaved), pending=len(todo))
     if batch.failed:
         raise ReferenceFailed("; ".join(f"the reference run of {assignment} failed, so its submissions were not "
