@@ -57,11 +57,11 @@ def cmd_release(args) -> int:
 
     if args.build:  # a course that exists: main() refused a folder that is none
         build(args.root, args.course)
-    from .results.late import sync
+    from .results.gradebook import sync_semester
 
     for path in release(args.root, _named(args, args.assignment)):
         print(f"released {path}")
-    sync(CourseDir(args.root))  # the semester file's due dates into the gradebook, where formgrader reads them
+    sync_semester(CourseDir(args.root))  # the semester file's due dates into the gradebook, where formgrader reads them
     return 0
 
 
@@ -131,7 +131,7 @@ def cmd_feedback(args) -> int:
 
 def cmd_release_feedback(args) -> int:
     from .engine.outputs import printable
-    from .results.release import release_feedback, release_notes
+    from .results.feedback_release import release_feedback, release_notes
 
     results = release_feedback(args.root, _named(args, args.names + args.assignment), args.student or None)
     for r in results:  # student ids are the students' text: no escape sequence reaches the terminal
@@ -154,7 +154,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from .student import cmd_validate as validate
+    from .validate import cmd_validate as validate
 
     return validate(args, _limits(args, course=False))
 

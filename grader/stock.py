@@ -35,7 +35,7 @@ from traitlets import Bool, Unicode
 from .authoring.coursedir import CourseDir
 from .authoring.invocation import command
 from .engine.answer_bounds import bounded_readings
-from .engine.answer_rules import REVIEW_PREFIX, REVIEW_REASON, review_note
+from .engine.answer_rules import REVIEW_REASON, review_note
 from .engine.course import is_test, nbgrader_meta
 from .engine.references import References, sha256_of
 from .engine.seal import course_key
@@ -104,23 +104,15 @@ class FlagReviews(Preprocessor):
     enabled = Bool(True, help="nbconvert runs a preprocessor only when enabled").tag(config=True)
 
     def preprocess(self, nb, resources):
-        from nbgrader.api import Gradebook, MissingEntry
+        from nbgrader.api import Gradebook
+
+        from .results.gradebook import flag_reviews
 
         reviews, info = resources.get(REVIEWS) or {}, resources.get("nbgrader") or {}
         if not reviews or not info.get("db_url"):
             return nb, resources
         with Gradebook(info["db_url"]) as gb:
-            for grade_id, (exercise, note) in reviews.items():
-                where = (info["notebook"], info["assignment"], info["student"])
-                grade = gb.find_grade(grade_id, *where)
-                grade.needs_manual_grade = grade.manual_score is None
-                try:
-                    comment = gb.find_comment(exercise, *where) if exercise else None
-                except MissingEntry:
-                    comment = None
-                if comment is not None and (not comment.auto_comment or comment.auto_comment.startswith(REVIEW_PREFIX)):
-                    comment.auto_comment = note
-            gb.db.commit()
+            flag_reviews(gb, (info["notebook"], info["assignment"], info["student"]), reviews)
         return nb, resources
 
 

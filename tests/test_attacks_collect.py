@@ -249,7 +249,7 @@ def test_a_timestamp_that_links_elsewhere_is_not_read(course, tmp_path):
 
 
 def test_only_a_submission_secret_as_nbgrader_writes_it_is_kept(course, tmp_path):
-    """The secret names the feedback released for a submission (grader/results/release.py): kept when
+    """The secret names the feedback released for a submission (grader/results/feedback_release.py): kept when
     it is nbgrader's hex token; a link (to, say, the course's key) or other text is not read or kept,
     and the notebook is collected all the same."""
     inbound = tmp_path / "exchange" / "d2lite" / "inbound"

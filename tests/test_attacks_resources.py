@@ -104,10 +104,10 @@ def _grade_job_in(tmpdir: str, source: str, sub: str, refs: str) -> dict:
     import tempfile
 
     from grader.engine.execute import References
-    from grader.running.jobs import Assignment, GradeJob, run_grade_job
+    from grader.running.jobs import GradeJob, TrustedNotebook, run_grade_job
 
     tempfile.tempdir = tmpdir
-    job = GradeJob(Assignment.from_source(Path(source)), Path(sub).read_bytes(),
+    job = GradeJob(TrustedNotebook.from_source(Path(source)), Path(sub).read_bytes(),
                    References.load(Path(refs)).to_dict(), LIMITS, False)
     return run_grade_job(job)
 

@@ -60,7 +60,7 @@ def test_the_kernel_gets_the_trusted_copy_of_support_files(tmp_path):
 def test_files_in_sub_folders_reach_every_kernel_in_the_same_places(tmp_path):
     """nbgrader courses keep data beside the notebooks in folders (``mini-dataset/*.png``): the
     reference and the grading kernels find them at the same relative paths, through a job too."""
-    from grader.running.jobs import Assignment
+    from grader.running.jobs import TrustedNotebook
 
     source = source_notebook(tmp_path / "course")
     (tmp_path / "course" / "data" / "deeper").mkdir(parents=True)
@@ -70,7 +70,7 @@ def test_files_in_sub_folders_reach_every_kernel_in_the_same_places(tmp_path):
     nb = nbformat.read(source, 4)
     nb.cells[2].source += "\nrecord('data', open('data/deeper/values.txt').read())"
     nbformat.write(nb, source)
-    job = Assignment.from_source(source)
+    job = TrustedNotebook.from_source(source)
     assert [name for name, _ in job.support] == ["data/deeper/values.txt", "helper.py", "unrelated.py"]
     trusted = job.write(tmp_path / "job")                     # where a worker would put it
     refs = run_reference(trusted, workdir=tmp_path / "ref")
@@ -81,8 +81,8 @@ def test_files_in_sub_folders_reach_every_kernel_in_the_same_places(tmp_path):
 
 @pytest.mark.parametrize("name", ["../outside.txt", "/etc/passwd", "data/../../x", ""])
 def test_a_job_refuses_support_file_names_that_leave_its_folder(tmp_path, name):
-    from grader.running.jobs import Assignment
+    from grader.running.jobs import TrustedNotebook
 
     with pytest.raises(ValueError, match="not a relative file name"):
-        Assignment("a.ipynb", b"{}", ((name, b"x"),)).write(tmp_path / "job")
+        TrustedNotebook("a.ipynb", b"{}", ((name, b"x"),)).write(tmp_path / "job")
     assert not (tmp_path / "outside.txt").exists()

@@ -65,14 +65,14 @@ def test_full_marks_and_zero_runs_stop_after_the_last_graded_cell(tmp_path):
     from grader.engine import course as nbs
     from grader.engine.sandbox import Limits
     from grader.running.gate import GateReport, _Plan, _submit_variants
-    from grader.running.jobs import Assignment
+    from grader.running.jobs import TrustedNotebook
 
     source = nbs.read_notebook(FIXTURES / "course" / "01_fixture.ipynb")
     last = max(i for i, c in enumerate(source.cells) if any(nbs.nbgrader_meta(c).get(k) for k in ("grade", "solution")))
     source.cells.append(nbformat.v4.new_code_cell("print('after the last test')"))
     path = nbs.write_notebook(source, tmp_path / "01_fixture.ipynb")
     nbs.write_notebook(nbs.stub(source), tmp_path / "release.ipynb")
-    plan = _Plan(GateReport(path), source, tmp_path, Assignment.from_source(path))
+    plan = _Plan(GateReport(path), source, tmp_path, TrustedNotebook.from_source(path))
 
     class Runner:
         def submit(self, fn, job):

@@ -86,3 +86,23 @@ def test_the_rule_reads_relative_and_absolute_imports():
                              ("def f():\n    from .kernel import Kernel", {"engine"}),
                              ("from .. import record", {"record"}), ("import os\nfrom nbgrader import api", set())):
         assert imports_in(source, ("engine",)) == expected, source
+
+
+def lines_with(needles: tuple[str, ...], allowed: str) -> list[str]:
+    """``file:line`` of every line of grader/**/*.py, except the module ``allowed``, that holds one of ``needles``."""
+    return [f"{path.relative_to(PACKAGE.parent)}:{number}" for path in sorted(PACKAGE.rglob("*.py"))
+            if path.relative_to(PACKAGE).as_posix() != allowed
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+            if any(needle in line for needle in needles)]
+
+
+def test_only_results_gradebook_changes_gradebook_rows():
+    """Grades, comments, review flags, due dates and penalties: one module commits them (or rolls them back)."""
+    found = lines_with(("db.commit(", "db.rollback("), "results/gradebook.py")
+    assert not found, f"only grader/results/gradebook.py commits or rolls back the gradebook; also: {found}"
+
+
+def test_only_release_runs_nbgrader_generate_assignment():
+    """The assignment, notebook and cell rows are nbgrader's own, written by authoring.assembly.release only."""
+    found = lines_with(("generate_assignment(",), "authoring/assembly.py")
+    assert not found, f"only grader/authoring/assembly.py calls nbgrader's generate_assignment; also: {found}"

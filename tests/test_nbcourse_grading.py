@@ -143,7 +143,7 @@ def test_the_graded_notebooks_and_one_row_per_student_and_assignment(graded, tmp
 
 
 def test_feedback_has_a_page_per_notebook_and_each_is_released(graded, tmp_path):
-    from grader.results.release import released_path
+    from grader.results.feedback_release import released_path
 
     root = shutil.copytree(graded[0], tmp_path / "course")  # the module's course stays as graded
     assert main(["feedback", "--root", str(root)]) == 0

@@ -7,12 +7,13 @@ The run through ``course-grader autograde`` is in tests/test_friction_instructor
 from __future__ import annotations
 
 import csv
+import hashlib
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
-from grader.authoring.coursedir import timestamp_text
+from grader.authoring.coursedir import CourseDir, timestamp_text
 from grader.authoring.semester import Semester, SemesterError, late_penalty, load_semester
 
 A = "01_tensors"
@@ -147,11 +148,13 @@ def penalties(root: Path) -> dict[str, tuple[float, float, float]]:
                 for s in gb.assignment_submissions(A)}
 
 
-def test_export_writes_due_dates_extensions_and_penalties_into_the_gradebook_and_the_csv(course, tmp_path):
+def test_sync_writes_due_dates_extensions_and_penalties_into_the_gradebook_and_export_into_the_csv(course, tmp_path):
     from grader.results.export import export_csv
+    from grader.results.gradebook import sync_semester
 
     semester_file(course, EXAMPLE)
     rows = {r["student_id"]: r for r in csv.DictReader(export_csv(course, tmp_path / "g.csv").open(encoding="utf-8"))}
+    sync_semester(CourseDir(course))
     assert penalties(course) == {"bob": (8, 0, 0), "carl": (10, 2, 36 * 3600), "alice": (10, 0, 0),
                                  "dora": (1, 1, DAY + 1)}
     for student, (raw, penalty, score) in {"bob": (8, 0, 8), "carl": (10, 2, 8), "alice": (10, 0, 10),
@@ -162,17 +165,28 @@ def test_export_writes_due_dates_extensions_and_penalties_into_the_gradebook_and
         assert row["duedate"].startswith("2026-10-01 21:59:00"), row
 
 
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def test_a_changed_file_changes_the_penalties_and_nothing_else(course, tmp_path):
+    """The next sync writes a changed file's penalties; export shows them at once and writes nothing."""
     from grader.results.export import export_csv
+    from grader.results.gradebook import sync_semester
 
     semester_file(course, EXAMPLE)
-    export_csv(course, tmp_path / "g.csv")
+    sync_semester(CourseDir(course))
     semester_file(course, EXAMPLE.replace("penalty_per_day = 0.1\nmax_penalty = 0.5", 'method = "zero"'))
-    export_csv(course, tmp_path / "g.csv")
+    before = sha256(course / "gradebook.db")
+    rows = {r["student_id"]: r for r in csv.DictReader(export_csv(course, tmp_path / "g.csv").open(encoding="utf-8"))}
+    assert (rows["carl"]["late_submission_penalty"], rows["carl"]["score"]) == ("10.0", "0.0"), rows["carl"]
+    assert sha256(course / "gradebook.db") == before, "export changed gradebook.db"
+    assert penalties(course)["carl"][1] == 2  # the gradebook keeps the last sync's penalty
+    sync_semester(CourseDir(course))
     assert penalties(course) == {"bob": (8, 0, 0), "carl": (10, 10, 36 * 3600), "alice": (10, 0, 0),
                                  "dora": (1, 1, DAY + 1)}
     semester_file(course, EXAMPLE.replace("[late]\npenalty_per_day = 0.1\nmax_penalty = 0.5\n", ""))  # no penalty
-    export_csv(course, tmp_path / "g.csv")
+    sync_semester(CourseDir(course))
     assert penalties(course) == {"bob": (8, 0, 0), "carl": (10, 0, 36 * 3600), "alice": (10, 0, 0),
                                  "dora": (1, 0, DAY + 1)}
 
@@ -196,11 +210,11 @@ def test_an_extension_for_a_student_the_course_lacks_is_said(course, tmp_path, c
     from grader.results.export import export_csv
 
     semester_file(course, EXAMPLE + "\n[extensions.alcie]\n" + f'{A} = "2026-10-03T21:59:00Z"\n')
-    export_csv(course, tmp_path / "g.csv")
+    rows = {r["student_id"]: r for r in csv.DictReader(export_csv(course, tmp_path / "g.csv").open(encoding="utf-8"))}
     err = capsys.readouterr().err
     assert "[extensions.alcie]" in err and "no student 'alcie'" in err
     assert "'alice'" not in err  # alice is in the gradebook: not named
-    assert penalties(course)["carl"][1] == 2  # the rest of the file still applies
+    assert float(rows["carl"]["late_submission_penalty"]) == 2  # the rest of the file still applies
 
 
 def test_the_grade_table_shows_penalties_lateness_and_own_due_dates(course):

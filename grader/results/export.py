@@ -103,16 +103,15 @@ def _review_points(submission) -> float:
 
 
 def export_csv(root: Path, to: Path | None = None) -> Path:
-    """Write ``assignment,duedate,timestamp,student_id,...,score,max_score`` rows; return the path."""
-    from ..authoring.config import load_config, nbgrader_api
+    """Write ``assignment,duedate,timestamp,student_id,...,score,max_score`` rows; return the path. The gradebook
+    is read, never written: the semester file's penalties are applied for the export only
+    (:func:`grader.results.gradebook.penalties_applied`)."""
     from ..authoring.coursedir import CourseDir
-    from .late import sync
+    from .gradebook import penalties_applied
 
     root = root.resolve()
-    sync(CourseDir(root))  # penalties from the semester file as it is now
     target = (to or root / "grades.csv").resolve()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    api = nbgrader_api(root)
-    with Gradebook(api.coursedir.db_url, load_config(root).CourseDirectory.course_id) as gb:
+    with penalties_applied(CourseDir(root)) as gb:  # penalties from the semester file as it is now, not saved
+        target.parent.mkdir(parents=True, exist_ok=True)
         SafeCsvExport(to=str(target)).export(gb)
     return target

@@ -294,11 +294,10 @@ def feedback(root: Path, assignments: list[str] | None = None, students: list[st
     from traitlets.config import Config
 
     from ..authoring.config import nbgrader_api
-    from .gradebook import outcomes
-    from .late import sync
+    from .gradebook import outcomes, sync_semester
 
     root = root.resolve()
-    sync(CourseDir(root))  # penalties from the semester file as it is now: nbgrader's page shows them
+    sync_semester(CourseDir(root))  # penalties from the semester file as it is now: nbgrader's page shows them
     imposed = Config()
     imposed.GenerateFeedback.preprocessors = feedback_preprocessors()  # even if nbgrader_config.py is older
     imposed.GenerateFeedback.exporter_class = OfflineFeedbackPage  # maths as MathML, no MathJax from a CDN

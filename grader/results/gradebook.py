@@ -3,20 +3,31 @@ the autograded notebook and its timestamp, the gradebook rows (one commit), then
 
 A batch killed at any moment therefore restarts cleanly: a submission without an up-to-date
 marker is graded again, and writing its rows again gives the same gradebook.
+
+This is the only module of the grader that changes a row of nbgrader's gradebook (and the only one that commits or
+rolls back): grades, comments and review flags (:func:`save_result`, :func:`flag_reviews` for stock ``nbgrader
+autograde``), due dates, extensions and late penalties (:func:`apply_semester`, :func:`sync_semester`;
+:func:`penalties_applied` applies them for reading only). The assignment, notebook and cell rows are nbgrader's own
+``generate_assignment``'s, run by :func:`grader.authoring.assembly.release` only.
 """
 from __future__ import annotations
 
 import os
+import sys
 import warnings
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 from ..authoring.coursedir import TIMESTAMP_FILE, CourseDir
+from ..authoring.semester import SEMESTER_FILE, Semester
 from ..engine.answer_rules import REVIEW_PREFIX
 from ..engine.references import sha256_of_all
 from ..engine.result import Outcome, TestResult
+from .late import as_utc, lateness, semester_of, unknown_students
 
-__all__ = ["Outcome", "save_result", "save_or_report", "outcomes"]
+__all__ = ["Outcome", "save_result", "save_or_report", "outcomes", "apply_semester", "sync_semester",
+           "penalties_applied", "flag_reviews"]
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -141,3 +152,111 @@ def outcomes(course: CourseDir, names: list[str] | None = None, students: list[s
             if outcome is not None:
                 found.append(outcome)
     return found
+
+
+# -- due dates, extensions, late penalties (the semester file, grader.authoring.semester) ----------------------
+
+def apply_semester(gb, semester: Semester) -> int:
+    """Write due dates, extensions and penalties into the open nbgrader Gradebook ``gb``, without a commit (the
+    caller commits, or rolls back); return how many submissions are penalised. Assignments not yet in the
+    gradebook are skipped (``release`` adds them, then syncs again).
+
+    What nbgrader's own tools read, with no kernel run: ``Assignment.duedate`` (the file's due date, naive UTC as
+    nbgrader stores it), ``SubmittedAssignment.extension`` (the student's own due date minus the assignment's) and
+    each ``SubmittedNotebook.late_submission_penalty`` (None when there is none, as nbgrader's
+    ``AssignLatePenalties`` leaves it). nbgrader's ``score`` stays the raw score; its export, formgrader and
+    :mod:`grader.results.export` subtract the penalty."""
+    penalised = 0
+    for assignment in gb.assignments:
+        if assignment.name in semester.due:
+            assignment.duedate = semester.due[assignment.name].replace(tzinfo=None)
+        due = as_utc(assignment.duedate)
+        for submission in assignment.submissions:
+            student = submission.student.id
+            own = semester.due_for(student, assignment.name, due)
+            submission.extension = own - due if own and due and own != due else None
+            total = 0.0
+            for notebook in submission.notebooks:
+                _, penalty = lateness(semester, student, assignment.name, submission.timestamp, due,
+                                      notebook.score, notebook.max_score)
+                notebook.late_submission_penalty = penalty or None
+                total += penalty
+            penalised += total > 0
+    return penalised
+
+
+@contextmanager
+def _course_gradebook(course: CourseDir):
+    """The course's nbgrader Gradebook, open."""
+    from nbgrader.api import Gradebook
+
+    from ..authoring.config import load_config, nbgrader_api
+
+    root = course.root.resolve()
+    api = nbgrader_api(root)  # also puts alembic on PATH, which Gradebook may run
+    with Gradebook(api.coursedir.db_url, load_config(root).CourseDirectory.course_id) as gb:
+        yield gb
+
+
+def _warn_unknown_students(semester: Semester, known: set[str]) -> None:
+    for student in unknown_students(semester, known):
+        print(f"course-grader: warning: {SEMESTER_FILE} gives [extensions.{student}], but no student {student!r} "
+              "has submitted or is in the gradebook: check the id (it must match the submission's folder name)",
+              file=sys.stderr)
+
+
+def sync_semester(course: CourseDir) -> Semester:
+    """Load the semester file and write it into the course's gradebook (one commit); return it. Without a file the
+    gradebook is left as it is (penalties that nbgrader's own autograde wrote stay); a file without a [late] table
+    clears every penalty. Run by ``release``, after each ``autograde`` and before ``feedback``, so a changed
+    semester file changes penalties and regrades nothing."""
+    semester = semester_of(course)
+    known = set(course.students())
+    if course.gradebook.is_file() and (course.root / SEMESTER_FILE).is_file():
+        with _course_gradebook(course) as gb:
+            apply_semester(gb, semester)
+            gb.db.commit()
+            known |= {student.id for student in gb.students}
+    _warn_unknown_students(semester, known)
+    return semester
+
+
+@contextmanager
+def penalties_applied(course: CourseDir):
+    """The course's gradebook, open, with the semester file as it is now applied (:func:`apply_semester`) but never
+    committed: the rows read as :func:`sync_semester` would leave them, and are rolled back on leaving, so the file
+    is unchanged (what ``export`` reads). The same warning as :func:`sync_semester` for unknown students."""
+    semester = semester_of(course)
+    known = set(course.students())
+    with _course_gradebook(course) as gb:
+        try:
+            if (course.root / SEMESTER_FILE).is_file():
+                apply_semester(gb, semester)
+                gb.db.flush()
+                gb.db.expire_all()  # read back from the open transaction, as a commit would make them read
+                known |= {student.id for student in gb.students}
+            _warn_unknown_students(semester, known)
+            yield gb
+        finally:
+            gb.db.rollback()
+
+
+# -- review flags of stock nbgrader autograde (grader.stock.FlagReviews) -------------------------------------
+
+def flag_reviews(gb, where: tuple[str, str, str], reviews: dict[str, tuple[str, str]]) -> None:
+    """After nbgrader's SaveAutoGrades, in the open Gradebook ``gb`` (one commit): each test of ``reviews``
+    (test grade_id -> (its answer cell's grade_id or "", the review note)) keeps its automatic score and needs a
+    manual grade; the note becomes the answer cell's automatic comment unless that holds a comment of nbgrader's
+    own (as :func:`save_result` writes findings). ``where``: (notebook, assignment, student)."""
+    from nbgrader.api import MissingEntry
+
+    for grade_id, (exercise, note) in reviews.items():
+        grade = gb.find_grade(grade_id, *where)
+        grade.needs_manual_grade = grade.manual_score is None
+        try:
+            comment = gb.find_comment(exercise, *where) if exercise else None
+        except MissingEntry:
+            comment = None
+        if comment is not None and (not comment.auto_comment or comment.auto_comment.startswith(REVIEW_PREFIX)):
+            comment.auto_comment = note
+    gb.db.commit()

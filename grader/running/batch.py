@@ -22,13 +22,13 @@ from ..authoring.coursedir import CourseDir
 from ..engine.cleanup import remove_orphans
 from ..engine.references import References
 from ..engine.seal import course_key
-from ..results.gradebook import Outcome, outcomes as _outcomes, save_or_report
-from ..results.late import semester_of, sync
-from .jobs import (Assignment, GradeJob, NotebooksJob, ReferenceJob, failed_result, merged_results, run_grade_job,
+from ..results.gradebook import Outcome, outcomes as _outcomes, save_or_report, sync_semester
+from ..results.late import semester_of
+from .jobs import (GradeJob, NotebooksJob, ReferenceJob, TrustedNotebook, failed_result, merged_results, run_grade_job,
                    run_notebooks_job, run_notebooks_reference_job, run_reference_job)
-from .runner import WorkerLost, open_runner
+from .runner import open_runner
 from .pending import gradebook_scores, pending_submissions, reference_plan
-from .schedule import GradingQueue
+from .schedule import GradingQueue, ReferenceRun, SubmissionRun
 
 __all__ = ["ReferenceFailed", "NotGraded", "Outcomes", "autograde", "outcomes"]
 
@@ -116,7 +116,7 @@ def autograde(root: Path, *, assignments: list[str] | None = None, students: lis
     if todo:
         with open_runner(workers=workers, scheduler=scheduler) as runner, Gradebook(db_url, course_id) as gb:
             batch.run(runner, gb, todo, [a for a in stale if any(a == t for _, t in todo)], seconds)
-    sync(course)  # due dates, extensions, penalties: from timestamps and the semester file, no kernel rerun
+    sync_semester(course)  # due dates, extensions, penalties: from timestamps and the semester file, no kernel rerun
     graded = Outcomes(_with_unsaved(_outcomes(course, names, students), batch.unsaved), pending=len(todo))
     if batch.failed:
         raise ReferenceFailed("; ".join(f"the reference run of {assignment} failed, so its submissions were not "
@@ -144,14 +144,14 @@ class _Batch:
         self.deduct = deduct  # the course's c.CourseGrader.deduct_certain_findings
         self.failed: dict[str, str] = {}                   # assignment -> why its reference failed
         self.refused: dict[tuple[str, str], str] = {}      # (student, assignment) -> why not graded
-        self.trusted: dict[tuple[str, str], Assignment] = {}  # (assignment, notebook) -> its trusted material
+        self.trusted: dict[tuple[str, str], TrustedNotebook] = {}  # (assignment, notebook) -> its trusted material
         self.unsaved: list[Outcome] = []                   # results that could not be saved
-        self.lost: set[tuple[str, ...]] = set()            # jobs whose worker died once already
+        self.lost: set[ReferenceRun | SubmissionRun] = set()  # jobs whose worker died once already
 
-    def _assignment(self, name: str, notebook: str | None = None) -> Assignment:
+    def _assignment(self, name: str, notebook: str | None = None) -> TrustedNotebook:
         key = (name, notebook or name)
         if key not in self.trusted:
-            self.trusted[key] = Assignment.from_source(self.course.source_notebook(*key))
+            self.trusted[key] = TrustedNotebook.from_source(self.course.source_notebook(*key))
         return self.trusted[key]
 
     def _single(self, name: str) -> bool:
@@ -178,7 +178,7 @@ class _Batch:
         remove_orphans()  # left by a grading process killed earlier (a batch killed, a worker lost)
         queue = GradingQueue(stale, todo, seconds)
         running: dict = {}  # future -> job
-        alone: list[tuple[str, ...]] = []  # jobs lost with a dead worker: each is graded again by itself
+        alone: list[ReferenceRun | SubmissionRun] = []  # jobs lost with a dead worker: each graded again by itself
         bar = _progress(len(todo)) if self.progress else None
         try:
             while queue or running or alone:
@@ -194,10 +194,10 @@ class _Batch:
                 lost = []
                 for future in sorted(done, key=lambda f: f.exception() is not None):  # results first
                     job = running.pop(future)
-                    try:
-                        self._finish(runner, gb, queue, job, future, bar)
-                    except WorkerLost:
+                    if runner.lost(future):
                         lost.append(job)
+                    else:
+                        self._finish(runner, gb, queue, job, future, bar)
                 if lost:  # the pool is broken: whatever still runs in it is lost as well
                     for future, job in running.items():
                         if future.done() and future.exception() is None:  # finished just in time
@@ -212,55 +212,55 @@ class _Batch:
             if bar:
                 bar.close()
 
-    def _lost_twice(self, gb, queue: GradingQueue, job: tuple[str, ...], bar) -> bool:
+    def _lost_twice(self, gb, queue: GradingQueue, job: ReferenceRun | SubmissionRun, bar) -> bool:
         """Record that ``job``'s worker died; the second time the job fails (True), with the reason."""
         if job not in self.lost:
             self.lost.add(job)
             return False
         why = ("the grading worker process died twice while running it, the second time alone (killed "
                "from outside, or out of memory)")
-        if job[0] == "reference":
-            self.failed[job[1]] = why
-            queue.reference_failed(job[1])
+        if isinstance(job, ReferenceRun):
+            self.failed[job.assignment] = why
+            queue.reference_failed(job.assignment)
         else:
-            self._save(gb, job[1], job[2], self._failed(job[2], f"grading failed: {why}"), bar)
+            self._save(gb, job.student, job.assignment, self._failed(job.assignment, f"grading failed: {why}"), bar)
         return True
 
-    def _start(self, runner, job: tuple[str, ...]):
-        if job[0] == "reference":
-            name = job[1]
+    def _start(self, runner, job: ReferenceRun | SubmissionRun):
+        if isinstance(job, ReferenceRun):
+            name = job.assignment
             if self._single(name):
                 return runner.submit(run_reference_job, ReferenceJob(self._assignment(name), self.limits, self.unsafe))
             return runner.submit(run_notebooks_reference_job, NotebooksJob(tuple(
                 (nb, ReferenceJob(self._assignment(name, nb), self.limits, self.unsafe))
                 for nb in self.course.notebooks(name))))
-        _, student, assignment = job
+        student, assignment = job.student, job.assignment
         jobs = tuple((nb, self._grade_job(student, assignment, nb)) for nb in self.course.notebooks(assignment))
         if self._single(assignment):
             return runner.submit(run_grade_job, jobs[0][1])
         return runner.submit(run_notebooks_job, NotebooksJob(jobs))
 
-    def _finish(self, runner, gb, queue: GradingQueue, job: tuple[str, ...], future, bar) -> None:
+    def _finish(self, runner, gb, queue: GradingQueue, job: ReferenceRun | SubmissionRun, future, bar) -> None:
         from ..engine.sandbox import SandboxUnavailable
 
-        if job[0] == "reference":
+        if isinstance(job, ReferenceRun):
             try:
                 result = runner.result(future)
-                found = {job[1]: References.from_dict(result)} if self._single(job[1]) else \
+                found = {job.assignment: References.from_dict(result)} if self._single(job.assignment) else \
                     {nb: References.from_dict(one) for nb, one in result.items()}
             except GraderError:
                 raise
             except Exception as error:  # noqa: BLE001 - e.g. ReferenceRunError: say which, go on
-                self.failed[job[1]] = str(error)
-                queue.reference_failed(job[1])
+                self.failed[job.assignment] = str(error)
+                queue.reference_failed(job.assignment)
                 return
             for notebook, references in found.items():
-                path = self.course.references(job[1], notebook)
+                path = self.course.references(job.assignment, notebook)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 references.save(path, self.key)
-            queue.reference_done(job[1], sum(references.seconds for references in found.values()))
+            queue.reference_done(job.assignment, sum(references.seconds for references in found.values()))
             return
-        _, student, assignment = job
+        student, assignment = job.student, job.assignment
         try:
             result = runner.result(future)
         except GraderError:

@@ -105,6 +105,12 @@ class DaskRunner:
         return set(self.client.sync(_wait, list(futures), return_when="FIRST_COMPLETED").done)
 
     @staticmethod
+    def lost(future) -> bool:
+        """Never (:meth:`LocalRunner.lost`): Dask itself sends a dead worker's jobs to other workers, and ends a job
+        that kills several with an error, graded like any other."""
+        return False
+
+    @staticmethod
     def result(future):
         return future.result()
 

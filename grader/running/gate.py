@@ -2,33 +2,40 @@
 
 For each source notebook:
 
-(a) graded with its own solutions, it scores full marks;
-(b) the released, unmodified student notebook scores zero on every test;
+(a) ``SOLUTION_SCORES_FULL_MARKS``: graded with its own solutions, it scores full marks;
+(b) ``RELEASE_SCORES_ZERO``: the released, unmodified student notebook scores zero on every test;
     (a) and (b) run the notebook up to its last graded cell: later cells decide no points;
     in (a), (b) and (c) the grader must report nothing beside the verdicts (no cell timed out or crashed,
     no output cut): every student's grading would meet it too;
-(c) each graded test fails when only its own exercise is stubbed (no test passes vacuously);
+(c) ``EACH_TEST_FAILS_WITHOUT_ITS_ANSWER``: each graded test fails when only its own exercise is stubbed (no test
+    passes vacuously; one check ``c:<exercise>`` per exercise, :meth:`GateCheck.per_exercise`);
     the copy is cut after the exercise's last test cell, so later cells are not run; a test whose
     keys carry shares (partial credit) runs its hidden part there even when its visible part fails,
     and each key must fail on its own: one that matches is named (its share is given for nothing);
-(d) the release holds no solution code and no hidden test text;
-(e) grade_ids are unique and the points add up to the header's ``Total points: N`` (with ``allow_asserts``,
-    for a course brought in from nbgrader, a notebook without that header passes);
-(f) every graded test cell follows the authoring rules (:mod:`grader.authoring.graded_cells`): its hidden part
+(d) ``RELEASE_LEAKS_NOTHING``: the release holds no solution code and no hidden test text;
+(e) ``IDS_UNIQUE_AND_POINTS_ADD_UP``: grade_ids are unique and the points add up to the header's
+    ``Total points: N`` (with ``allow_asserts``, for a course brought in from nbgrader, a notebook without that
+    header passes);
+(f) ``TEST_CELLS_FOLLOW_THE_RULES``: every graded test cell follows the authoring rules
+    (:mod:`grader.authoring.graded_cells`): its hidden part
     records the student's results and compares nothing in the kernel; its visible part runs
-    without the grader. A line "who decides" (never failing) says how many points rest on values the
-    grader compares, how many also on facts it reads from the answer's source, how many on the
+    without the grader. A line "who decides" (``WHO_DECIDES``, never failing) says how many points rest on values
+    the grader compares, how many also on facts it reads from the answer's source, how many on the
     kernel's own word, and which visible parts hold kernel-side checks (advice, no points);
-(m) hand-graded answers (:mod:`grader.authoring.manual_cells`) follow their own rules; (a) and (b)
-    leave their points out and name them: "N points graded by hand".
+(m) ``HAND_GRADED_ANSWERS_FOLLOW_THEIR_RULES``: hand-graded answers (:mod:`grader.authoring.manual_cells`)
+    follow their own rules; (a) and (b) leave their points out and name them: "N points graded by hand".
 
-The trusted reference run also fails when a graded test cell that calls ``record()`` records no value. Grading runs
-through :mod:`grader.engine.execute`; the runs of all notebooks share one pool of ``workers`` processes.
+The trusted reference run (``REFERENCE_RUN``) also fails when a graded test cell that calls ``record()`` records no
+value. Grading runs through :mod:`grader.engine.execute`; the runs of all notebooks share one pool of ``workers``
+processes.
 
 An assert-only test cell (no ``record()``, stock nbgrader's kind: the engine scores it as nbgrader does: full marks
 when it runs without an error, or the number its last line shows) fails (f) unless the gate runs with ``allow_asserts`` (``--allow-asserts``), meant for an
-nbgrader course brought in as it is; either way a line "kernel's word" names those cells and shows how to add
-a hidden part that records.
+nbgrader course brought in as it is; either way a line "kernel's word" (``KERNELS_WORD``) names those cells and shows how to add
+a hidden part that records. A line "markers" (``MARKER_TYPOS``, a warning) names lines that look like nbgrader's
+region markers but are none to nbgrader.
+
+Each check is a :class:`GateCheck`; its value is the letter or word the report prints.
 """
 from __future__ import annotations
 
@@ -36,6 +43,7 @@ import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 import nbformat
@@ -48,17 +56,42 @@ from ..engine import variants
 from ..engine.result import Outcome, TestResult
 from ..engine.statuses import LEFT_AS_RELEASED
 from ..engine.shares import visible_apart
-from .jobs import Assignment, GradeJob, ReferenceJob, run_grade_job, run_reference_job
+from .jobs import GradeJob, ReferenceJob, TrustedNotebook, run_grade_job, run_reference_job
 from .runner import open_runner
 
-__all__ = ["Check", "GateReport", "leaks", "check_notebooks"]
+__all__ = ["Check", "GateCheck", "GateReport", "leaks", "check_notebooks"]
 
 TRIVIAL = re.compile(r"^(#.*|(return|pass|break|continue|else:|try:|finally:)\s*\w*|[\W_]*)$")
 
 
+class GateCheck(StrEnum):
+    """The gate's checks, named for what they check; each value is what the report prints (see the table above)."""
+    SOLUTION_SCORES_FULL_MARKS = "a"
+    RELEASE_SCORES_ZERO = "b"
+    EACH_TEST_FAILS_WITHOUT_ITS_ANSWER = "c"
+    RELEASE_LEAKS_NOTHING = "d"
+    IDS_UNIQUE_AND_POINTS_ADD_UP = "e"
+    TEST_CELLS_FOLLOW_THE_RULES = "f"
+    HAND_GRADED_ANSWERS_FOLLOW_THEIR_RULES = "m"
+    REFERENCE_RUN = "reference"
+    KERNELS_WORD = "kernel's word"
+    WHO_DECIDES = "who decides"
+    MARKER_TYPOS = "markers"
+
+    @staticmethod
+    def per_exercise(name: str) -> str:
+        """The check (c) for one exercise, with only that exercise stubbed: ``"c:<exercise>"``."""
+        return f"{GateCheck.EACH_TEST_FAILS_WITHOUT_ITS_ANSWER}:{name}"
+
+    @staticmethod
+    def exercise_of(check: str) -> str:
+        """The exercise a :meth:`per_exercise` check names."""
+        return check.removeprefix(GateCheck.per_exercise(""))
+
+
 @dataclass
 class Check:
-    name: str      # "a", "b", "c:<grade_id>", "d", "e", "f", "m", "reference"
+    name: str      # a GateCheck, or GateCheck.per_exercise(<exercise>)
     ok: bool
     detail: str
 
@@ -127,7 +160,7 @@ def _grade_job(plan: "_Plan", source: nbs.NotebookNode, submission: nbs.Notebook
         cells.update({variants.STUBBED_PREFIX + gid: value for gid, value in refs["cells"].items()})
         refs = dict(refs, cells=cells, source_sha256="")
     trusted = plan.assignment if source is plan.source else \
-        Assignment(plan.assignment.name, nbformat.writes(source).encode("utf-8"), plan.assignment.support)
+        TrustedNotebook(plan.assignment.name, nbformat.writes(source).encode("utf-8"), plan.assignment.support)
     return GradeJob(trusted, nbformat.writes(submission).encode("utf-8"), refs, limits, unsafe)
 
 
@@ -153,7 +186,7 @@ class _Plan:
     report: GateReport
     source: nbs.NotebookNode | None
     files: Path
-    assignment: Assignment | None = None
+    assignment: TrustedNotebook | None = None
     jobs: dict[str, object] = field(default_factory=dict)  # check name -> future
     references: dict | None = None  # the reference run's values (References.to_dict())
 
@@ -163,11 +196,11 @@ def _structure_check(path: Path, report: GateReport, allow_asserts: bool = False
     try:
         source = nbs.read_notebook(path)
     except Exception as error:
-        report.add("e", False, f"cannot read the notebook: {error}")
+        report.add(GateCheck.IDS_UNIQUE_AND_POINTS_ADD_UP, False, f"cannot read the notebook: {error}")
         return None
     problems = nbs.structure_problems(source, header_required=not allow_asserts)
     points = nbs.test_points(source) + nbs.manual_points(source) + nbs.task_points(source)
-    report.add("e", not problems, "; ".join(problems) or
+    report.add(GateCheck.IDS_UNIQUE_AND_POINTS_ADD_UP, not problems, "; ".join(problems) or
                f"{len(nbs.exercises(source))} exercises, grade_ids unique, " +
                (f"{points:g} points as announced" if nbs.header_points(source) is not None else
                 f"{points:g} points (no 'Total points' header: not required with --allow-asserts)"))
@@ -175,22 +208,24 @@ def _structure_check(path: Path, report: GateReport, allow_asserts: bool = False
     if allow_asserts:  # assert-only test cells answer to nbgrader's rule instead (points on the kernel's word)
         rules = [problem for cell in source.cells if nbs.is_test(cell) and not nbs.asserts_only(cell)
                  for problem in graded_cell_problems(cell)]
-    report.add("f", not rules, "; ".join(rules) or "hidden parts record results and compare nothing; "
+    report.add(GateCheck.TEST_CELLS_FOLLOW_THE_RULES, not rules,
+               "; ".join(rules) or "hidden parts record results and compare nothing; "
                "visible parts run without the grader" + ("; assert-only test cells allowed (--allow-asserts)"
                                                          if allow_asserts and kernel_word_hint(source.cells) else ""))
     if kernel_word_hint(source.cells):
-        report.add("kernel's word", True, kernel_word_hint(source.cells) + ("" if allow_asserts else
+        report.add(GateCheck.KERNELS_WORD, True, kernel_word_hint(source.cells) + ("" if allow_asserts else
                    "\n  (or, for an nbgrader course brought in as it is, run the gate with --allow-asserts)"))
-    report.add("who decides", True, who_decides(source.cells))
+    report.add(GateCheck.WHO_DECIDES, True, who_decides(source.cells))
     if nbs.marker_typos(source):
-        report.add("markers", True, "warning: lines that look like nbgrader's region markers but are none to "
+        report.add(GateCheck.MARKER_TYPOS, True, "warning: lines that look like nbgrader's region markers but are none to "
                    "nbgrader (it reads `### BEGIN HIDDEN TESTS`, `### END HIDDEN TESTS`, `### BEGIN SOLUTION`, "
                    "`### END SOLUTION` exactly), so what they mark is released as it is: "
                    + "; ".join(nbs.marker_typos(source)))
     if nbs.manual_points(source):
         manual = manual_cell_problems(source, zero_points_ok=allow_asserts)
         unmodelled = manual_cell_warnings(source) if allow_asserts else []  # nbgrader needs no model answer
-        report.add("m", not manual, "; ".join(manual) or f"{nbs.manual_points(source):g} points graded by hand: "
+        report.add(GateCheck.HAND_GRADED_ANSWERS_FOLLOW_THEIR_RULES, not manual,
+                   "; ".join(manual) or f"{nbs.manual_points(source):g} points graded by hand: "
                    + ("each answer has a question and points; warning: " + "; ".join(unmodelled) if unmodelled
                       else "each answer has a question, a model answer and points"))
     return source
@@ -204,10 +239,11 @@ def _release_check(path: Path, source: nbs.NotebookNode, files: Path, report: Ga
         released = nbs.read_notebook(release(root)[0])
         nbs.write_notebook(released, files / "release.ipynb")
     except Exception as error:
-        report.add("d", False, f"nbgrader could not generate the release: {error}")
+        report.add(GateCheck.RELEASE_LEAKS_NOTHING, False, f"nbgrader could not generate the release: {error}")
         return
     found = leaks(source, released)
-    report.add("d", not found, "; ".join(found) or "no solution code or hidden test text in the release")
+    report.add(GateCheck.RELEASE_LEAKS_NOTHING, not found,
+               "; ".join(found) or "no solution code or hidden test text in the release")
 
 
 def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe: bool = False,
@@ -233,7 +269,7 @@ def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe:
             files.mkdir()
             plan = _Plan(report, _structure_check(path, report, allow_asserts), files)
             if plan.source is not None:
-                plan.assignment = Assignment.from_source(path)
+                plan.assignment = TrustedNotebook.from_source(path)
             plans.append(plan)
         with open_runner(workers=workers, scheduler=scheduler) as runner:
             refs = {id(p): runner.submit(run_reference_job, ReferenceJob(p.assignment, limits, unsafe))
@@ -250,7 +286,7 @@ def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe:
                     raise
                 except Exception as failure:  # noqa: BLE001 - ReferenceRunError, SandboxUnavailable, ...
                     references, error = None, f"{type(failure).__name__}: {failure}"
-                plan.report.add("reference", error is None, error or "the solution runs and every test that calls "
+                plan.report.add(GateCheck.REFERENCE_RUN, error is None, error or "the solution runs and every test that calls "
                                 "record() records a value")
                 say(f"{plan.report.notebook.name}: reference run {'ok' if error is None else 'FAILED'}")
                 if error is None:
@@ -273,26 +309,26 @@ def _submit_variants(runner, plan: _Plan, refs: dict, limits, unsafe: bool, thor
               if any(nbs.nbgrader_meta(c).get(key) for key in ("grade", "solution", "task"))]
     cut = bool(graded) and graded[-1] + 1 < len(plan.source.cells)
     scored = variants.truncate(plan.source, graded[-1]) if cut else plan.source
-    plan.jobs["a"] = submit(scored, scored, truncated=cut)
+    plan.jobs[GateCheck.SOLUTION_SCORES_FULL_MARKS] = submit(scored, scored, truncated=cut)
     if (plan.files / "release.ipynb").exists():
         released = nbs.read_notebook(plan.files / "release.ipynb")
         if cut:  # the release cut after the same cell, found by its grade_id
             last = nbs.nbgrader_meta(plan.source.cells[graded[-1]]).get("grade_id")
             at = [i for i, c in enumerate(released.cells) if last and nbs.nbgrader_meta(c).get("grade_id") == last]
             released = variants.truncate(released, at[-1]) if at else released
-        plan.jobs["b"] = submit(scored, released, truncated=cut)
+        plan.jobs[GateCheck.RELEASE_SCORES_ZERO] = submit(scored, released, truncated=cut)
     if not thorough:  # (c) in one kernel: each exercise stubbed in turn, then restored
         walk = variants.stubbed_walkthrough(plan.source)
-        plan.jobs["c"] = submit(walk, walk, truncated=True)
+        plan.jobs[GateCheck.EACH_TEST_FAILS_WITHOUT_ITS_ANSWER] = submit(walk, walk, truncated=True)
         return
     for exercise in nbs.exercises(plan.source):
         cut = variants.truncate(plan.source, exercise.last_cell)
         apart = nbformat.from_dict(dict(cut, cells=[c for cell in cut.cells for c in visible_apart(cell)]))
-        plan.jobs[f"c:{exercise.name}"] = submit(apart, nbs.stub(cut, set(exercise.solution_ids)), truncated=True)
+        plan.jobs[GateCheck.per_exercise(exercise.name)] = submit(apart, nbs.stub(cut, set(exercise.solution_ids)), truncated=True)
 
 
 def _collect_variants(runner, plan: _Plan, say) -> None:
-    exercises = {f"c:{e.name}": e for e in nbs.exercises(plan.source)} if plan.source is not None else {}
+    exercises = {GateCheck.per_exercise(e.name): e for e in nbs.exercises(plan.source)} if plan.source is not None else {}
     for name, job in plan.jobs.items():
         try:
             tests, problems = _verdicts(runner.result(job))
@@ -306,26 +342,28 @@ def _collect_variants(runner, plan: _Plan, say) -> None:
         # What the grader reported beside the verdicts (a cell that timed out, a kernel that crashed, output cut):
         # every student's grading would meet it too, so the check fails even when the scores look right.
         reported = ("; the grader reported: " + "; ".join(problems)) if problems else ""
-        if name == "a":
+        if name == GateCheck.SOLUTION_SCORES_FULL_MARKS:
             score, total = sum(t.points for t in tests), sum(t.max_points for t in tests)
             lost = [f"{t.grade_id} {t.status} ({t.reason})" for t in tests if t.points < t.max_points]
-            plan.report.add("a", not lost and not problems and (total > 0 or bool(by_hand)),
+            plan.report.add(GateCheck.SOLUTION_SCORES_FULL_MARKS, not lost and not problems and (total > 0 or bool(by_hand)),
                             f"solution scores {score:g}/{total:g}" + by_hand + ("; lost: " + "; ".join(lost) if lost else "")
                             + reported)
-        elif name == "b":
+        elif name == GateCheck.RELEASE_SCORES_ZERO:
             earned = [f"{t.grade_id} earns {t.points:g}{_free_shares(plan, t.grade_id, t)}"
                       for t in tests if t.points > 0]
-            plan.report.add("b", not earned and not problems,
-                            ("; ".join(earned) or f"release scores 0/{sum(t.max_points for t in tests):g}" + by_hand) + reported)
-        elif name == "c":
+            plan.report.add(GateCheck.RELEASE_SCORES_ZERO, not earned and not problems,
+                            ("; ".join(earned) or f"release scores 0/{sum(t.max_points for t in tests):g}" + by_hand)
+                            + reported)
+        elif name == GateCheck.EACH_TEST_FAILS_WITHOUT_ITS_ANSWER:
             if problems:
-                plan.report.add("c", False, "the run with each exercise stubbed in turn" + reported)
+                plan.report.add(GateCheck.EACH_TEST_FAILS_WITHOUT_ITS_ANSWER, False,
+                                "the run with each exercise stubbed in turn" + reported)
             for exercise in exercises.values():
                 _add_c(plan.report, exercise, {gid.removeprefix(variants.STUBBED_PREFIX): t for gid, t in by_id.items()
                                                if gid.startswith(variants.STUBBED_PREFIX)}, plan)
         else:
             if problems:
-                plan.report.add(name, False, f"the run with {name[2:]!r} stubbed" + reported)
+                plan.report.add(name, False, f"the run with {GateCheck.exercise_of(name)!r} stubbed" + reported)
             _add_c(plan.report, exercises[name], by_id, plan)
         say(f"{plan.report.notebook.name}: {name} {'ok' if plan.report.checks[-1].ok else 'FAILED'}")
 
@@ -349,4 +387,4 @@ def _add_c(report: GateReport, exercise: nbs.Exercise, by_id: dict, plan: "_Plan
               f"the test does not depend on the student's answer{free}" if vacuous else
               f"{', '.join(missing)} was not graded" if missing else
               f"fails with {', '.join(exercise.solution_ids)} stubbed")
-    report.add(f"c:{exercise.name}", not vacuous and not missing, detail)
+    report.add(GateCheck.per_exercise(exercise.name), not vacuous and not missing, detail)

@@ -6,7 +6,7 @@ folder, grade there with :mod:`grader.engine.execute`, and return plain data; so
 local worker process and on another machine (:mod:`grader.running.runner`), and a worker never sees the
 gradebook, the course directory or other students' work.
 
-    job = GradeJob(Assignment.from_source(path), submission_bytes, refs.to_dict(), Limits(), False)
+    job = GradeJob(TrustedNotebook.from_source(path), submission_bytes, refs.to_dict(), Limits(), False)
     outcome = run_grade_job(job)  # Outcome("", "", score, max_score, [TestResult], problems, seconds=...,
                                   #         notebooks={"01_tensors": graded notebook text})
 
@@ -28,21 +28,22 @@ from ..engine.result import Outcome, TestResult
 from ..engine.sandbox import Limits
 from .worker_memory import bound_worker, check_bounded
 
-__all__ = ["Assignment", "ReferenceJob", "GradeJob", "NotebooksJob", "run_reference_job", "run_grade_job",
+__all__ = ["TrustedNotebook", "ReferenceJob", "GradeJob", "NotebooksJob", "run_reference_job", "run_grade_job",
            "run_notebooks_job", "run_notebooks_reference_job", "merged_results", "start_worker", "share_cores",
            "die_with_parent", "failed_result"]
 
 
 @dataclass(frozen=True)
-class Assignment:
-    """The trusted material of one assignment: its notebook and the files that ship with it."""
+class TrustedNotebook:
+    """One trusted notebook (an assignment's, or one of its notebooks in nbgrader's layout) and the files that ship
+    with it."""
 
     name: str                                   # the notebook's file name, "01_tensors.ipynb"
     notebook: bytes
     support: tuple[tuple[str, bytes], ...] = ()  # (relative path, content), e.g. ("data/x.csv", b"...")
 
     @classmethod
-    def from_source(cls, path: Path) -> "Assignment":
+    def from_source(cls, path: Path) -> "TrustedNotebook":
         """Read ``path`` and the files that ship with it, sub-folders included
         (:func:`grader.engine.course.support_files_under`)."""
         path = Path(path)
@@ -64,14 +65,14 @@ class Assignment:
 
 @dataclass(frozen=True)
 class ReferenceJob:
-    assignment: Assignment
+    assignment: TrustedNotebook
     limits: Limits
     unsafe: bool
 
 
 @dataclass(frozen=True)
 class GradeJob:
-    assignment: Assignment
+    assignment: TrustedNotebook
     submission: bytes | None   # None: nothing to grade (``missing`` says why)
     references: dict           # grader.engine.references.References.to_dict()
     limits: Limits
@@ -146,7 +147,7 @@ def merged_results(results: dict[str, Outcome]) -> Outcome:
                    notebooks={name: text for name, result in results.items() for text in result.notebooks.values()})
 
 
-def failed_result(assignment: Assignment, why: str) -> Outcome:
+def failed_result(assignment: TrustedNotebook, why: str) -> Outcome:
     """What :func:`run_grade_job` returns for a submission that could not be graded: every test 0 (status
     "error"), ``why`` as its problem, the trusted notebook as the graded one."""
     import nbformat

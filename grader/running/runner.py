@@ -56,6 +56,12 @@ class LocalRunner:
         return wait(futures, return_when=FIRST_COMPLETED).done
 
     @staticmethod
+    def lost(future) -> bool:
+        """Whether ``future``'s worker died (the pool is then broken): :meth:`result` would raise
+        :class:`WorkerLost`."""
+        return future.done() and not future.cancelled() and isinstance(future.exception(), BrokenProcessPool)
+
+    @staticmethod
     def result(future):
         try:
             return future.result()

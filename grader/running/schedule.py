@@ -9,14 +9,37 @@ cost about what its reference run took.
 
     queue = GradingQueue(stale=["02_autograd"], submissions=[("ann", "01_tensors"), ...],
                          seconds={"01_tensors": 4.8})
-    job = queue.next()            # ("reference", "02_autograd"), then ("grade", student, assignment)
+    job = queue.next()            # ReferenceRun("reference", "02_autograd"), then
+                                  # SubmissionRun("grade", student, assignment)
     queue.reference_done("02_autograd", seconds=6.2)   # or reference_failed(...)
 """
 from __future__ import annotations
 
 import heapq
+from typing import NamedTuple
 
-__all__ = ["GradingQueue"]
+__all__ = ["GradingQueue", "ReferenceRun", "SubmissionRun", "reference_run", "submission_run"]
+
+
+class ReferenceRun(NamedTuple):
+    """The trusted reference run of an assignment; equal to the tuple ``("reference", assignment)``."""
+    kind: str
+    assignment: str
+
+
+class SubmissionRun(NamedTuple):
+    """The grading of one student's submission; equal to the tuple ``("grade", student, assignment)``."""
+    kind: str
+    student: str
+    assignment: str
+
+
+def reference_run(assignment: str) -> ReferenceRun:
+    return ReferenceRun("reference", assignment)
+
+
+def submission_run(student: str, assignment: str) -> SubmissionRun:
+    return SubmissionRun("grade", student, assignment)
 
 
 class GradingQueue:
@@ -39,14 +62,14 @@ class GradingQueue:
         """True while some job can still start now."""
         return bool(self._references or self._ready)
 
-    def next(self) -> tuple[str, ...] | None:
-        """The next job to start: ("reference", assignment) or ("grade", student, assignment);
+    def next(self) -> ReferenceRun | SubmissionRun | None:
+        """The next job to start: a :class:`ReferenceRun` or a :class:`SubmissionRun`;
         None when nothing can start until a running reference finishes."""
         if self._references:
-            return ("reference", self._references.pop(0))
+            return reference_run(self._references.pop(0))
         if self._ready:
             _, _, student, assignment = heapq.heappop(self._ready)
-            return ("grade", student, assignment)
+            return submission_run(student, assignment)
         return None
 
     def reference_done(self, assignment: str, seconds: float) -> None:

@@ -9,7 +9,7 @@ with the same rules as kernels:
 - where :func:`grader.engine.cgroups.cgroup_support` says groups can be made, the worker makes a group
   of its own (``course-grader-<pid>-worker``, memory only, beside the kernels' groups) and moves into
   it; past :data:`WORKER_MEMORY_MB` the out-of-memory killer ends the worker (and the reading child
-  with it), which the batch sees as a lost worker (:class:`grader.running.runner.WorkerLost`): its
+  with it), which the batch sees as a lost worker (:meth:`grader.running.runner.LocalRunner.lost`): its
   jobs are graded again alone, and a job whose worker dies again fails alone, with the reason;
 - where groups are supported but this one cannot be made or joined, the worker refuses every job it
   is given (:class:`grader.engine.sandbox.SandboxUnavailable`: the submission stays pending, with the
