@@ -44,9 +44,9 @@ from pathlib import Path
 
 import nbformat
 
-from grader.engine.course import exercises, nbgrader_meta
-from grader.engine.references import References
-from grader.engine.sandbox import sandbox_status
+from grader.engine.notebook.cells import exercises, nbgrader_meta
+from grader.engine.verdict.references import References
+from grader.engine.isolation.sandbox import sandbox_status
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

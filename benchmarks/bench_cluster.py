@@ -94,7 +94,7 @@ def save_seconds(graded: Path, names: list[str], tmp: Path) -> float:
 
     from grader.authoring.config import load_config
     from grader.authoring.coursedir import CourseDir
-    from grader.engine.result import Outcome
+    from grader.engine.verdict.result import Outcome
     from grader.results.gradebook import outcomes, save_result
 
     copy = tmp / "resave"
@@ -113,7 +113,7 @@ def save_seconds(graded: Path, names: list[str], tmp: Path) -> float:
 
 
 def main() -> str:
-    from grader.engine.execute import save_reference
+    from grader.engine.grade import save_reference
 
     flags = classroom.sandbox_flag()
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp_name:

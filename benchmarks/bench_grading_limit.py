@@ -2,7 +2,7 @@
 
 The limit is the notebook's own run: the solution executed once, in one plain kernel (no sandbox, no
 records, every cell in one execution). One submission is then graded as a grading worker grades it
-(:func:`grader.engine.execute.grade`, sandboxed where this machine can sandbox): the solution itself,
+(:func:`grader.engine.grade.grade`, sandboxed where this machine can sandbox): the solution itself,
 handed in as a student's notebook, against reference values from a trusted run made first (not timed
 here). The table gives both wall times, their ratio (goal: <= 1.2), where the grading's time went
 (kernel start, the cells, the answers' source read by a child process after the run), and how long the own run spent in cells after the last graded
@@ -55,7 +55,7 @@ class Stopwatch:
 
 
 def graded_notebooks() -> list[Path]:
-    from grader.engine.course import is_test
+    from grader.engine.notebook.cells import is_test
 
     import nbformat
 
@@ -68,17 +68,17 @@ def own_run(source: Path, scratch: Path, watch: Stopwatch) -> tuple[float, float
     """(wall seconds of the solution run once in one plain kernel, of which in cells after the last graded test)."""
     import nbformat
 
-    from grader.engine import execute
-    from grader.engine.course import is_test
-    from grader.engine.merge import Role
-    from grader.engine.notebook_run import run_notebook
+    from grader.engine import grade as engine_grade
+    from grader.engine.notebook.cells import is_test
+    from grader.engine.notebook.merge import Role
+    from grader.engine.isolation.notebook_run import run_notebook
 
     nb = nbformat.read(str(source), as_version=4)
     roles = [Role("trusted", "") for _ in nb.cells]  # every cell in one execution, hidden tests included
     watch.reset()
     start = time.monotonic()
-    run_notebook(nb, roles, scratch, execute.Limits(), sandboxed=False, record=False,
-                 support=execute._support_files(source))
+    run_notebook(nb, roles, scratch, engine_grade.Limits(), sandboxed=False, record=False,
+                 support=engine_grade._support_files(source))
     wall = time.monotonic() - start
     code = [c for c in nb.cells if c.cell_type == "code"]
     last_test = max(i for i, c in enumerate(code) if is_test(c))
@@ -86,16 +86,16 @@ def own_run(source: Path, scratch: Path, watch: Stopwatch) -> tuple[float, float
 
 
 def measure(source: Path, watch: Stopwatch) -> dict:
-    from grader.engine import execute
+    from grader.engine import grade as engine_grade
 
-    unsafe = not execute.sandbox_status()[0]
+    unsafe = not engine_grade.sandbox_status()[0]
     with tempfile.TemporaryDirectory(prefix="bench-limit-") as tmp:
         tmp = Path(tmp)
         own, tail = own_run(source, tmp / "own", watch)
-        references = execute.run_reference(source, workdir=tmp / "reference", unsafe=unsafe)
+        references = engine_grade.run_reference(source, workdir=tmp / "reference", unsafe=unsafe)
         watch.reset()
         start = time.monotonic()
-        result = execute.grade(source, source, references, workdir=tmp / "grade", unsafe=unsafe)
+        result = engine_grade.grade(source, source, references, workdir=tmp / "grade", unsafe=unsafe)
         grading = time.monotonic() - start
     parts = dict(watch.seconds)
     return {"name": source.stem, "own": own, "tail": tail, "grading": grading, "start": parts.get("start", 0.0),
@@ -104,14 +104,15 @@ def measure(source: Path, watch: Stopwatch) -> dict:
 
 
 def main() -> str:
-    from grader.engine import answer_bounds, execute
-    from grader.engine.kernel import Kernel
+    from grader.engine.reading import bounds
+    from grader.engine import grade as engine_grade
+    from grader.engine.isolation.kernel import Kernel
 
     watch = Stopwatch()
     watch.wrap(Kernel, "_launch", "start")
     watch.wrap(Kernel, "run", "cells")
-    watch.wrap(answer_bounds, "bounded_readings", "reading")
-    watch.wrap(execute, "bounded_readings", "reading")
+    watch.wrap(bounds, "bounded_readings", "reading")
+    watch.wrap(engine_grade, "bounded_readings", "reading")
     rows = []
     for source in graded_notebooks():
         rows.append(measure(source, watch))

@@ -55,7 +55,7 @@ def _merge_seconds(count: int) -> float:
     import nbformat
     from submissions import PLAIN, release
 
-    from grader.engine.merge import _Cell, merge
+    from grader.engine.notebook.merge import _Cell, merge
 
     trusted = nbformat.read(str(PLAIN), as_version=4)
     cells = [_Cell(c.cell_type, c.source, c.metadata.get("nbgrader", {}).get("grade_id", ""))
@@ -67,7 +67,7 @@ def _merge_seconds(count: int) -> float:
 
 
 def _unreachable_seconds() -> tuple[float, str]:
-    from grader.authoring.assembly import GraderError
+    from grader.errors import GraderError
     from grader.running.cluster import DaskRunner
 
     with socket.socket() as taken:  # bound, never listening: connections to it are refused
@@ -83,7 +83,7 @@ def _unreachable_seconds() -> tuple[float, str]:
 
 
 def _sanitize_seconds() -> dict[str, float]:
-    from grader.engine.allowlist import MAX_HTML_CHARS, MAX_HTML_DEPTH, clean_html, markdown_cell
+    from grader.engine.notebook.allowlist import MAX_HTML_CHARS, MAX_HTML_DEPTH, clean_html, markdown_cell
 
     nested = "<div>" * 30_000 + "x" + "</div>" * 15_000  # under the size limit: refused by its depth
     block = "<div>" * MAX_HTML_DEPTH + "x" + "</div>" * MAX_HTML_DEPTH
@@ -97,8 +97,8 @@ def _sanitize_seconds() -> dict[str, float]:
 def _reading_seconds() -> dict[str, float]:
     import nbformat
 
-    from grader.engine.answer_bounds import bounded_readings
-    from grader.engine.answer_limits import MAX_CELL_CHARS
+    from grader.engine.reading.bounds import bounded_readings
+    from grader.engine.reading.limits import MAX_CELL_CHARS
 
     def roles(cell) -> str:
         meta = cell.metadata.get("nbgrader", {})
@@ -118,7 +118,7 @@ def _reading_seconds() -> dict[str, float]:
 
 
 def main() -> str:
-    from grader.engine.merge import MAX_CELLS, read_submission
+    from grader.engine.notebook.merge import MAX_CELLS, read_submission
 
     with tempfile.TemporaryDirectory(prefix="bench-refusals-") as tmp:
         crowded = _crowded_submission(Path(tmp), 20_000)

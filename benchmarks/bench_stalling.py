@@ -26,8 +26,8 @@ def main() -> str:
     from classroom import write_inbox
     from stalling import stalling_class, written_course
 
-    from grader.engine.answer_bounds import READ_TIMEOUT_S
-    from grader.engine.sandbox import Limits
+    from grader.engine.reading.bounds import READ_TIMEOUT_S
+    from grader.engine.isolation.sandbox import Limits
     from grader.intake.collect import collect
     from grader.running.batch import autograde
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader.engine.result import Outcome, TestResult
+from grader.engine.verdict.result import Outcome, TestResult
 
 EXERCISES = 8          # per notebook; exercise 0 is short (few ways to be right)
 KEYS = 3               # hidden checks per test

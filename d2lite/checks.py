@@ -15,7 +15,7 @@ it is reached: through another name, a saved reference, ``getattr`` or a method 
 self-checks of the student's own work: they run inside the student's Python process, where the
 checked code can switch them off (``sys.setprofile(None)``, another thread, a replaced module
 attribute), so they are advice and never a verdict. The grader judges the same properties on the
-answer's source, in its own process (``grader/engine/answer_rules.py``).
+answer's source, in its own process (``grader/engine/reading/rules.py``).
 """
 from __future__ import annotations
 

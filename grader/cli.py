@@ -7,7 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from .authoring.assembly import DEFAULT_ROOT, GraderError, assignments
+from .authoring.assembly import DEFAULT_ROOT, assignments
+from .errors import GraderError
 from .authoring.coursedir import CourseDir
 from .authoring.invocation import command
 
@@ -20,7 +21,7 @@ COURSE_HELP = "the folder of source notebooks (default: ./course, else the cours
 def _limits(args, course: bool = True):
     """The limits of a run: the course's nbgrader_config.py and ``--cell-timeout``."""
     from .authoring.config import load_limits
-    from .engine.sandbox import Limits
+    from .engine.isolation.sandbox import Limits
 
     timeout = getattr(args, "cell_timeout", None)
     if course:
@@ -66,7 +67,7 @@ def cmd_release(args) -> int:
 
 
 def cmd_collect(args) -> int:
-    from .engine.outputs import printable
+    from .terminal import printable
     from .intake.collect import collect
     from .intake.summary import collect_lines
 
@@ -93,7 +94,7 @@ def cmd_collect(args) -> int:
 
 
 def cmd_autograde(args) -> int:
-    from .engine.cgroups import cgroup_gaps, cgroup_support
+    from .engine.isolation.cgroups import cgroup_gaps, cgroup_support
     from .results.table import grade_table
     from .running.batch import ReferenceFailed, autograde
 
@@ -130,7 +131,7 @@ def cmd_feedback(args) -> int:
 
 
 def cmd_release_feedback(args) -> int:
-    from .engine.outputs import printable
+    from .terminal import printable
     from .results.feedback_release import release_feedback, release_notes
 
     results = release_feedback(args.root, _named(args, args.names + args.assignment), args.student or None)
@@ -192,7 +193,7 @@ def cmd_demo(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .engine.outputs import printable
+    from .terminal import printable
     from .results.report import write_report
 
     try:
@@ -205,7 +206,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_similarity(args) -> int:
-    from .engine.outputs import printable
+    from .terminal import printable
     from .results.similarity_check import check_assignment
     from .results.similarity_page import write_similarity_page
 
@@ -342,7 +343,7 @@ def needs_course(args) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from .engine.sandbox import SandboxUnavailable
+    from .engine.isolation.sandbox import SandboxUnavailable
 
     try:
         if needs_course(args):

@@ -21,9 +21,10 @@ from pathlib import Path
 
 from d2lite import unattended
 
-from .authoring.assembly import GraderError, build, release
+from .errors import GraderError
+from .authoring.assembly import build, release
 from .authoring.coursedir import CourseDir
-from .engine import course as nbs
+from .engine.notebook import cells as nbs
 
 __all__ = ["MISTAKES", "STANDS_FOR", "example_class", "collected_lines", "run_demo"]
 

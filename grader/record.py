@@ -41,7 +41,7 @@ def record(key: str, value: T, what: str = "", *, rtol: float = 0.0, atol: float
     rtol, atol: how far a student's value may be from the solution's: |s - r| <= atol + rtol*|r|
         elementwise for floating tensors and floats; 0 means exact. Shapes, dtypes and types
         always have to match exactly.
-    points: this key's share of the test cell's points (partial credit, :mod:`grader.engine.shares`):
+    points: this key's share of the test cell's points (partial credit, :mod:`grader.engine.notebook.shares`):
         give it to every record() call of the cell or to none; the shares add up to the cell's
         points. None: the cell is all or nothing. As with tolerances, only the share the
         reference run recorded counts.
@@ -70,7 +70,7 @@ def answer_rules(*, avoid: tuple[str, ...] = (), no_modules: tuple[str, ...] = (
     """Declare what the grader checks in the source of this exercise's answer; does nothing here.
 
     The grader reads this call from the instructor's test cell and judges the answer's text in its
-    own process (:mod:`grader.engine.answer_rules` says what each rule means); running it in a kernel
+    own process (:mod:`grader.engine.reading.rules` says what each rule means); running it in a kernel
     changes nothing, so no student code can turn a rule off.
     avoid: words no attribute or imported name of the answer may contain ("cdist");
     no_modules: modules the answer may not use; no_loops: no Python loop, comprehension or

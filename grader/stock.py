@@ -9,7 +9,7 @@ cell's records with the reference values of the instructor's solution
 does) and gives every cell that does not match an error output, which nbgrader scores 0 (a cell that matches
 but whose answer's source holds a finding keeps its score and is flagged for review by
 :class:`FlagReviews`, after nbgrader's SaveAutoGrades); a cell whose
-keys carry shares (:mod:`grader.engine.shares`) gets the shares it earned as its ``execute_result``,
+keys carry shares (:mod:`grader.engine.notebook.shares`) gets the shares it earned as its ``execute_result``,
 which nbgrader reads as partial credit. A test cell's
 stderr text becomes stdout: stock nbgrader would score a warning as a failure, course-grader does not.
 
@@ -34,13 +34,13 @@ from traitlets import Bool, Unicode
 
 from .authoring.coursedir import CourseDir
 from .authoring.invocation import command
-from .engine.answer_bounds import bounded_readings
-from .engine.answer_rules import REVIEW_REASON, review_note
-from .engine.course import is_test, nbgrader_meta
-from .engine.references import References, sha256_of
-from .engine.seal import course_key
-from .engine.shares import earned, has_shares
-from .engine.verdicts import check_records, key_problems, test_reason
+from .engine.reading.bounds import bounded_readings
+from .engine.reading.rules import REVIEW_REASON, review_note
+from .engine.notebook.cells import is_test, nbgrader_meta
+from .engine.verdict.references import References, sha256_of
+from .engine.verdict.seal import course_key
+from .engine.notebook.shares import earned, has_shares
+from .engine.verdict.compare import check_records, key_problems, test_reason
 from .record import MIME_TYPE
 
 __all__ = ["CheckRecords", "FlagReviews", "GuardedExporter", "autograde_preprocessors", "ERROR_NAME", "OPT_IN"]
@@ -146,7 +146,7 @@ class CheckRecords(Preprocessor):
 
     @staticmethod
     def roles(nb, source) -> list[tuple[str, str]]:
-        """(role, source) of every cell, as :func:`grader.engine.answer_rules.test_cell_problems` reads
+        """(role, source) of every cell, as :func:`grader.engine.reading.rules.test_cell_problems` reads
         them: a code cell without nbgrader metadata is the instructor's when the source notebook
         has the same text, else the student's ("added")."""
         trusted = {cell.source for cell in source.cells if cell.cell_type == "code"}
@@ -160,8 +160,8 @@ class CheckRecords(Preprocessor):
 
     def references(self, root: Path, assignment: str, notebook: str) -> References:
         """The solution's recorded values, computed now when missing or older than the source."""
-        from .engine.execute import save_reference
-        from .engine.sandbox import Limits, sandbox_status
+        from .engine.grade import save_reference
+        from .engine.isolation.sandbox import Limits, sandbox_status
 
         source = CourseDir(root).source(assignment) / f"{notebook}.ipynb"
         target = CourseDir(root).references(assignment, notebook)
@@ -212,7 +212,7 @@ class CheckRecords(Preprocessor):
 
     @staticmethod
     def score_shares(cell, expected: dict, payloads: list) -> None:
-        """A cell whose keys carry shares (grader.engine.shares), scored as course-grader scores it.
+        """A cell whose keys carry shares (grader.engine.notebook.shares), scored as course-grader scores it.
 
         nbgrader reads a partial score from a test cell's ``execute_result`` (a number as text/plain,
         nbgrader.utils.determine_grade): that output is added here, after a line saying which checks

@@ -3,9 +3,9 @@
 Run from the repository root on a GPU machine (scripts/gpu-check runs it): exit status 0 when the kernel
 ran a CUDA tensor, 1 otherwise."""
 import tempfile, pathlib
-from grader.engine.kernel import Kernel
-from grader.engine.sandbox import Limits, sandbox_status
-from grader.engine.cgroups import cgroup_support, cgroup_gaps
+from grader.engine.isolation.kernel import Kernel
+from grader.engine.isolation.sandbox import Limits, sandbox_status
+from grader.engine.isolation.cgroups import cgroup_support, cgroup_gaps
 print("sandbox:", sandbox_status()); print("cgroup:", cgroup_support(), cgroup_gaps())
 with Kernel(pathlib.Path(tempfile.mkdtemp()), Limits(cell_timeout_s=120), sandboxed=True) as k:
     print("group:", k.group and k.group.controllers)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from grader.authoring.assembly import build, release
 from grader.authoring.coursedir import CourseDir
-from grader.engine import course as nbs
+from grader.engine.notebook import cells as nbs
 
 FIXTURE = Path(__file__).parent / "fixtures" / "grader" / "course" / "01_fixture.ipynb"
 NBGRADER = "import sys; from nbgrader.apps.nbgraderapp import main; sys.exit(main())"

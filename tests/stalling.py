@@ -21,9 +21,9 @@ import nbformat
 
 from classroom import FIXTURE
 from grader.authoring.assembly import build, release
-from grader.engine import course as nbs
-from grader.engine.allowlist import MAX_HTML_DEPTH
-from grader.engine.answer_limits import MAX_CELL_CHARS, MAX_DEPTH, MAX_ESCAPED_LINES
+from grader.engine.notebook import cells as nbs
+from grader.engine.notebook.allowlist import MAX_HTML_DEPTH
+from grader.engine.reading.limits import MAX_CELL_CHARS, MAX_DEPTH, MAX_ESCAPED_LINES
 
 WRITTEN = "explain"  # the grade_id of the written answer added to the fixture
 SHELL_LINES = 8 * MAX_ESCAPED_LINES                       # 400 `!` lines of 290 characters: 116 KB

@@ -1,4 +1,4 @@
-"""The allowlist that outputs and feedback are rebuilt from (grader/engine/allowlist.py), field by field.
+"""The allowlist that outputs and feedback are rebuilt from (grader/engine/notebook/allowlist.py), field by field.
 
 The pages themselves are checked in a real browser (tests/test_feedback_in_browser.py); these
 tests pin each rule with values a student's kernel can send.
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from grader.engine.allowlist import (MAX_HTML_CHARS, MAX_MARKDOWN_CHARS, TOO_BIG, clean_html, html_depth, markdown_cell,
+from grader.engine.notebook.allowlist import (MAX_HTML_CHARS, MAX_MARKDOWN_CHARS, TOO_BIG, clean_html, html_depth, markdown_cell,
                                      markdown_html, safe_bundle, safe_image, safe_metadata, safe_output, safe_size)
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(40))).decode()
@@ -114,7 +114,7 @@ def test_a_stored_answer_full_of_unclosed_math_tags_is_cleaned_in_linear_time():
     120,000 characters of ``<math `` took 29 s. Measured now: under 0.05 s."""
     import time
 
-    from grader.engine.allowlist import _BLOCK, markdown_html
+    from grader.engine.notebook.allowlist import _BLOCK, markdown_html
 
     start = time.perf_counter()
     html = markdown_html(_BLOCK + "<math " * 20_000 + "$x$ <math>y</math>" + "<math " * 20_000)

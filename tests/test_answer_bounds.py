@@ -1,7 +1,7 @@
 """Reading a student's source is bounded: it asks a person, never stalls or crashes the grading (issue 28).
 
-The grader reads every answer's source in the grading worker (:mod:`grader.engine.answer_rules`). Before
-the caps of :mod:`grader.engine.answer_limits` and the child process of :mod:`grader.engine.answer_bounds`,
+The grader reads every answer's source in the grading worker (:mod:`grader.engine.reading.rules`). Before
+the caps of :mod:`grader.engine.reading.limits` and the child process of :mod:`grader.engine.reading.bounds`,
 400 ``!`` lines in one cell took 1,050 s of a worker, a function nested 98 deep around a 1.8 MB list
 700 s and 1.1 GB, and ``- - - ... 1`` 500 deep made the grading raise ``RecursionError``. Each is read
 here: every test after it is flagged for review (a finding; the test keeps the points its behaviour
@@ -17,9 +17,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-import grader.engine.answer_rules as answer_rules
-from grader.engine.answer_bounds import OVER_LIMITS, bounded_readings
-from grader.engine.answer_limits import (MAX_CELL_CHARS, MAX_DEPTH, MAX_ESCAPED_LINES, OVER_CAPS, cell_over_caps,
+import grader.engine.reading.rules as answer_rules
+from grader.engine.reading.bounds import OVER_LIMITS, bounded_readings
+from grader.engine.reading.limits import (MAX_CELL_CHARS, MAX_DEPTH, MAX_ESCAPED_LINES, OVER_CAPS, cell_over_caps,
                                          nesting_depth)
 
 COURSE = Path(__file__).resolve().parent.parent / "course"
@@ -135,9 +135,9 @@ def test_the_stalling_class_graded_beside_an_honest_student_gets_its_verdicts_wi
     answer); the honest student keeps every point, unflagged. Each submission's grading stays inside its
     notebook budget (a 10x safety net: measured 12-144 s on a busy 2-core machine, mostly kernels;
     ``make bench`` reports the worst case)."""
-    from grader.engine.allowlist import TOO_BIG
-    from grader.engine.answer_limits import OVER_CAPS
-    from grader.engine.execute import Limits
+    from grader.engine.notebook.allowlist import TOO_BIG
+    from grader.engine.reading.limits import OVER_CAPS
+    from grader.engine.grade import Limits
     from stalling import WRITTEN
 
     root, outcomes, _ = batch

@@ -17,9 +17,9 @@ import nbformat
 import pytest
 
 from answer_corpus import ATTACKS, COURSE, HONEST, T, Entry, submission
-from grader.engine import course as nbs
-from grader.engine.execute import source_readings
-from grader.engine.merge import merge, read_submission
+from grader.engine.notebook import cells as nbs
+from grader.engine.grade import source_readings
+from grader.engine.notebook.merge import merge, read_submission
 
 NOTEBOOKS = {e.notebook for e in HONEST.values()}
 

@@ -7,7 +7,7 @@ test of the notebook, so every test keeps the points its behaviour earns and nob
 Attacks: the ways around a rule that reading only the answer cell misses (the answer moved to an
 added cell, a builtin stored as an attribute by another cell, a star-import, a tested name rebound
 through ``global``). Each must be found for its exercise's test, so that the test is flagged for review
-(:func:`grader.engine.execute.reviewed`): it keeps the points its behaviour earned until a person
+(:func:`grader.engine.grade.reviewed`): it keeps the points its behaviour earned until a person
 decides, and a course that opted in deducts only for a certain finding.
 """
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.engine.answer_rules import REVIEW_REASON, Reading
-from grader.engine.execute import TestResult, reviewed, source_readings, verdict_line
-from grader.engine.merge import merge, read_submission
+from grader.engine.reading.rules import REVIEW_REASON, Reading
+from grader.engine.grade import TestResult, reviewed, source_readings, verdict_line
+from grader.engine.notebook.merge import merge, read_submission
 
 COURSE = Path(__file__).resolve().parent.parent / "course"
 
@@ -270,7 +270,7 @@ def test_a_helper_in_the_answer_cell_that_the_tests_never_reach_is_not_certain(t
     "from unittest import mock\nmock.patch('torch.cdist').start()\n",
 ])
 def test_an_unused_cell_that_changes_shared_state_is_read(cell):
-    from grader.engine.answer_rules import Rules, answer_problems
+    from grader.engine.reading.rules import Rules, answer_problems
 
     cells = [("trusted", "import torch"), ("added", cell), ("answer", SOFTMAX), ("test", "softmax(X, 1)")]
     assert any("changes what other cells share" in p for p in answer_problems(cells, [2], 3, Rules())), cell

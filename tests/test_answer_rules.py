@@ -1,4 +1,4 @@
-"""What the grader reads in an answer's source, in its own process (grader/engine/answer_rules.py).
+"""What the grader reads in an answer's source, in its own process (grader/engine/reading/rules.py).
 
 Each attack below is the source of a real answer that gives the right values (so a grader that only
 compares values, or trusts the kernel, would give the point) by the means its exercise rules out:
@@ -17,9 +17,9 @@ import pytest
 import d2lite.optim
 import d2lite.parallel
 from grader.authoring.graded_cells import who_decides
-from grader.engine.answer_rules import Rules, answer_problems, declared_rules, rule_problems
-from grader.engine.execute import source_problems
-from grader.engine.merge import merge, read_submission
+from grader.engine.reading.rules import Rules, answer_problems, declared_rules, rule_problems
+from grader.engine.grade import source_problems
+from grader.engine.notebook.merge import merge, read_submission
 
 COURSE = Path(__file__).resolve().parent.parent / "course"
 INSTRUCTOR = ("trusted", "import torch\nimport torch.nn.functional as F\nimport numpy as np\nimport d2lite")
@@ -76,7 +76,7 @@ def test_an_alias_made_in_another_cell_is_followed_to_where_it_was_bound():
     "from IPython.core.interactiveshell import InteractiveShell\nshell = InteractiveShell.instance()\n",
 ])
 def test_code_that_decides_at_run_time_what_it_reaches_is_found_in_any_cell(hatch):
-    """Found wherever it is (a finding flags the test for review: grader.engine.execute.reviewed)."""
+    """Found wherever it is (a finding flags the test for review: grader.engine.grade.reviewed)."""
     found = problems(HONEST_SOFTMAX, SOFTMAX, added=hatch)
     assert any(p.startswith(("code the grader cannot read", "code that changes what other cells share"))
                for p in found), found

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "engine"))
 from submissions import grade_all, submission, write  # noqa: E402
 
 from grader.authoring.graded_cells import kernel_word_hint, who_decides  # noqa: E402
-from grader.engine import course as nbs  # noqa: E402
-from grader.engine.execute import run_reference  # noqa: E402
+from grader.engine.notebook import cells as nbs  # noqa: E402
+from grader.engine.grade import run_reference  # noqa: E402
 from grader.running.gate import GateReport, _structure_check  # noqa: E402
 
 SOURCE = Path(__file__).parent / "fixtures" / "grader" / "asserts" / "01_asserts.ipynb"
@@ -147,7 +147,7 @@ def graded(tmp_path_factory):
 
 
 def test_the_reference_keeps_no_value_for_an_assert_only_cell(graded):
-    from grader.engine.references import References
+    from grader.engine.verdict.references import References
 
     cells = References.load(graded[0]).cells
     assert cells["test_scale"] == {} and list(cells["test_neg"]) == ["neg"]
@@ -193,7 +193,7 @@ def _out(text: str):
 def test_an_assert_only_test_that_ends_in_a_number_scores_that_number(outputs, points, status):
     """stderr output is left out (a deliberate difference: nbgrader scores it 0, README); the points stay on the
     kernel's word."""
-    from grader.engine.execute import KERNEL_WORD, TestResult, _scored_by_output
+    from grader.engine.grade import KERNEL_WORD, TestResult, _scored_by_output
 
     problems: list[str] = []
     passed = TestResult("test_score", 1.0, 1.0, "passed", KERNEL_WORD, kernel_word=True)
@@ -205,7 +205,7 @@ def test_an_assert_only_test_that_ends_in_a_number_scores_that_number(outputs, p
 def test_a_result_above_the_points_scores_the_points_and_is_named_for_the_instructor():
     """nbgrader's determine_grade raises on it, and `nbgrader autograde` gives up on the whole submission; the
     grader scores the cell's points and names the cell (a deliberate difference, README)."""
-    from grader.engine.execute import KERNEL_WORD, TestResult, _scored_by_output
+    from grader.engine.grade import KERNEL_WORD, TestResult, _scored_by_output
 
     problems: list[str] = []
     passed = TestResult("test_score", 2.0, 2.0, "passed", KERNEL_WORD, kernel_word=True)

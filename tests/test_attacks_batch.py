@@ -20,7 +20,7 @@ from csv_formulas import DELIMITERS, formula_cells
 from page_payloads import ATTACK, active_markup
 from resource_payloads import DEEP_TREES, flood
 from grader.authoring.coursedir import CourseDir
-from grader.engine import course as nbs
+from grader.engine.notebook import cells as nbs
 from grader.intake.collect import collect
 from grader.results.export import export_csv
 from grader.results.feedback import feedback

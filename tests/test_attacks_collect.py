@@ -37,7 +37,7 @@ from classroom import A, FIXTURE, released_course
 from csv_formulas import DELIMITERS, formula_cells
 from page_payloads import active_markup
 from grader.authoring.assembly import build, release
-from grader.engine import course as nbs
+from grader.engine.notebook import cells as nbs
 from grader.intake.collect import collect
 from grader.intake.zips import MAX_MEMBERS, ZipLimits
 from grader.results.export import export_csv, spreadsheet_cell

@@ -19,9 +19,9 @@ import nbformat
 import pytest
 
 from grader.authoring.assembly import build, release
-from grader.engine import course as nbs
-from grader.engine.answer_rules import REVIEW_REASON
-from grader.engine.execute import validate
+from grader.engine.notebook import cells as nbs
+from grader.engine.reading.rules import REVIEW_REASON
+from grader.engine.grade import validate
 from grader.intake.collect import collect
 from grader.running.batch import autograde
 

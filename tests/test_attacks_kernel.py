@@ -22,8 +22,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "engine"))
 from submissions import PLAIN, _grade_job, cell_with_id, many_cells, references, release, submission, write  # noqa: E402
 
-from grader.engine.execute import Limits, References, grade  # noqa: E402
-from grader.engine.notebook_run import TAINTED_NOTE  # noqa: E402
+from grader.engine.grade import Limits, References, grade  # noqa: E402
+from grader.engine.isolation.notebook_run import TAINTED_NOTE  # noqa: E402
 
 WRONG = {  # answers that pass the visible checks and are wrong everywhere else
     "add": "def add(a, b):\n    return 5 if (a, b) == (2, 3) else a - b",
@@ -239,7 +239,7 @@ def test_symlinks_left_for_a_restarted_kernel_change_no_host_file(graded, course
 
 def test_each_kernel_start_gets_fresh_folders_with_the_trusted_support_files(tmp_path):
     """The restarted kernel finds the shipped helper.py again, not the student's symlink."""
-    from grader.engine.kernel import Kernel
+    from grader.engine.isolation.kernel import Kernel
 
     helper = tmp_path / "course" / "helper.py"
     helper.parent.mkdir()
@@ -299,7 +299,7 @@ def test_reasons_quote_no_student_text(graded):
 
 
 def test_a_dict_with_keys_of_the_students_is_described_without_them():
-    from grader.engine.verdicts import compare
+    from grader.engine.verdict.compare import compare
     from grader.values import encode
 
     same, why = compare(encode({"w": 1, "rng = random.Random(1)": 2}), encode({"w": 1, "b": 0}), 0, 0)
@@ -320,10 +320,10 @@ def test_record_floods_stop_at_the_notebooks_limit_with_a_clear_reason(graded):
 def test_twenty_thousand_cells_sharing_a_grade_id_are_refused_before_a_kernel_starts(course, tmp_path,
                                                                                        monkeypatch):
     """How long the refusal takes is measured in `make bench` (benchmarks/bench_refusals.py)."""
-    import grader.engine.kernel
+    import grader.engine.isolation.kernel
 
-    started, real_start = [], grader.engine.kernel.Kernel.start
-    monkeypatch.setattr(grader.engine.kernel.Kernel, "start", lambda self: (started.append(self), real_start(self)))
+    started, real_start = [], grader.engine.isolation.kernel.Kernel.start
+    monkeypatch.setattr(grader.engine.isolation.kernel.Kernel, "start", lambda self: (started.append(self), real_start(self)))
     sub = write(submission(PLAIN, WRONG, mutate=many_cells), tmp_path / "many.ipynb")
     result = grade(course / "source" / "plain.ipynb", sub, References.load(course / "references.json"),
                    workdir=tmp_path / "work", limits=LIMITS)
@@ -335,7 +335,7 @@ def test_twenty_thousand_cells_sharing_a_grade_id_are_refused_before_a_kernel_st
 def test_forty_thousand_student_cells_are_all_merged():
     """Merging keeps every cell of the crowd, each once; that it takes time linear in the number of
     cells is measured in `make bench` (benchmarks/bench_refusals.py)."""
-    from grader.engine.merge import _Cell, merge
+    from grader.engine.notebook.merge import _Cell, merge
 
     trusted = nbformat.read(str(PLAIN), as_version=4)
     cells = [_Cell(c.cell_type, c.source, c.metadata.get("nbgrader", {}).get("grade_id", ""))
@@ -369,7 +369,7 @@ MALLORY = "mallory\u009b2J\u009d0;pwned\u202e"  # C1 CSI/OSC and a bidi override
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
     from classroom import released_course
-    from grader.engine import course as nbs
+    from grader.engine.notebook import cells as nbs
     from grader.intake.collect import collect
     from grader.running.batch import autograde
 

@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "engine"))
 from submissions import PLAIN, _grade_job, references, submission, write  # noqa: E402
 from resource_payloads import DEEP_TREES, flood  # noqa: E402
 
-from grader.engine.execute import Limits  # noqa: E402
-from grader.engine.messages import MAX_MESSAGE_BYTES  # noqa: E402
+from grader.engine.grade import Limits  # noqa: E402
+from grader.engine.isolation.messages import MAX_MESSAGE_BYTES  # noqa: E402
 
 WRONG_ADD = "def add(a, b):\n    return 5 if (a, b) == (2, 3) else a - b\n"  # passes the visible check
 SOLVED = {"add": "def add(a, b):\n    return a + b", "mean": "def mean(xs):\n    return sum(xs) / len(xs)",
@@ -41,7 +41,7 @@ def _grade_measured(source: str, sub: str, refs: str, workdir: str, limits: Limi
     """Grade in this (fresh) process: (result, MB that grading added to the process's peak memory)."""
     import resource
 
-    import grader.engine.execute  # noqa: F401 - what a worker has imported before its first job
+    import grader.engine.grade  # noqa: F401 - what a worker has imported before its first job
     import jupyter_client  # noqa: F401
 
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -103,7 +103,7 @@ def _grade_job_in(tmpdir: str, source: str, sub: str, refs: str) -> dict:
     """run_grade_job, as a batch's worker runs it, with its temporary folders in ``tmpdir``."""
     import tempfile
 
-    from grader.engine.execute import References
+    from grader.engine.grade import References
     from grader.running.jobs import GradeJob, TrustedNotebook, run_grade_job
 
     tempfile.tempdir = tmpdir
@@ -134,7 +134,7 @@ def test_folder_trees_deeper_than_python_recurses_are_removed_and_grading_comple
 
 
 def test_remove_tree_never_follows_a_link_and_never_raises(tmp_path):
-    from grader.engine.cleanup import remove_tree
+    from grader.engine.isolation.cleanup import remove_tree
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -207,7 +207,7 @@ class WorkerKiller(threading.Thread):
 @pytest.fixture(scope="module")
 def killed_batch(tmp_path_factory):
     from classroom import A, class_of, graded_class, released_course, write_inbox
-    from grader.engine import course as nbs
+    from grader.engine.notebook import cells as nbs
     from grader.intake.collect import collect
     from grader.running.batch import autograde
 
@@ -262,7 +262,7 @@ def test_what_a_killed_worker_left_on_disk_is_removed_by_the_batch(killed_batch)
 def test_orphaned_folders_are_removed_only_when_their_process_is_gone(tmp_path, monkeypatch):
     import tempfile
 
-    from grader.engine.cleanup import owned_folder, remove_orphans
+    from grader.engine.isolation.cleanup import owned_folder, remove_orphans
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from grader.engine import cgroups
+from grader.engine.isolation import cgroups
 
 LIMITS = SimpleNamespace(memory_mb=512, max_processes=40)
 

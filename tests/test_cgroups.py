@@ -1,6 +1,6 @@
 """Each kernel's control group, for real: memory, processes and CPU of a kernel and all its children.
 
-Kernels run sandboxed (grader.engine.kernel.Kernel, as grading does); what the kernel did is checked from
+Kernels run sandboxed (grader.engine.isolation.kernel.Kernel, as grading does); what the kernel did is checked from
 outside, in the group's own counters. These tests need cgroups the grader can use (v2 delegated, or
 v1 as root); where there are none, grading warns (sandbox_status) and these tests fail, saying why.
 """
@@ -10,10 +10,10 @@ import threading
 
 import pytest
 
-import grader.engine.kernel
-from grader.engine.cgroups import cgroup_support
-from grader.engine.kernel import Kernel
-from grader.engine.sandbox import Limits
+import grader.engine.isolation.kernel
+from grader.engine.isolation.cgroups import cgroup_support
+from grader.engine.isolation.kernel import Kernel
+from grader.engine.isolation.sandbox import Limits
 
 BUDGET = Limits(cell_timeout_s=120, memory_mb=1024, cpu_seconds=120, max_processes=64, max_output_bytes=20_000)
 
@@ -41,7 +41,7 @@ def test_cgroups_can_be_used_here():
 
 def needs(kernel, controller: str) -> None:
     """Fail, saying why, where this machine's kernel groups lack ``controller`` (memory alone is enough
-    for a group: grader.engine.cgroups)."""
+    for a group: grader.engine.isolation.cgroups)."""
     if kernel.group is None or controller not in kernel.group.controllers:
         pytest.fail(f"this machine's kernel groups have no {controller} controller ({cgroup_support()[1]})")
 
@@ -76,7 +76,7 @@ def test_a_kernel_over_its_memory_budget_is_stopped_and_a_concurrent_honest_kern
 
 def test_without_its_group_the_hog_holds_more_than_the_budget(tmp_path, monkeypatch):
     """Positive control: the same kernel with no control group keeps 1.5 GB (rlimits are per process)."""
-    monkeypatch.setattr(grader.engine.kernel.KernelGroup, "create", classmethod(lambda cls, limits, cores: None))
+    monkeypatch.setattr(grader.engine.isolation.kernel.KernelGroup, "create", classmethod(lambda cls, limits, cores: None))
     with Kernel(tmp_path / "hog", BUDGET, sandboxed=True) as kernel:
         run = kernel.run(HOG)
     assert run.status == "ok" and text(run) == "1500 MB held\n", (run.status, run.error, text(run))

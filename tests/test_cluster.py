@@ -26,11 +26,11 @@ import pytest
 
 import grader
 from classroom import A, FIXTURE, cell_scores, class_of, released_course, write_corrupt, write_inbox
-from grader.authoring.assembly import GraderError
+from grader.errors import GraderError
 from grader.authoring.coursedir import CourseDir
-from grader.engine import course as nbs
-from grader.engine.execute import save_reference
-from grader.engine.seal import course_key
+from grader.engine.notebook import cells as nbs
+from grader.engine.grade import save_reference
+from grader.engine.verdict.seal import course_key
 from grader.intake.collect import collect
 from grader.running.batch import NotGraded, autograde
 from grader.running.cluster import CONNECT_TIMEOUT_S, DaskRunner
@@ -279,7 +279,7 @@ def test_workers_running_other_grading_code_are_refused(collected, tmp_path):
     """A worker that imports a changed copy of the grader (another version) grades nothing."""
     changed = tmp_path / "other-version"
     shutil.copytree(Path(grader.__file__).parent, changed / "grader", ignore=shutil.ignore_patterns("__pycache__"))
-    with open(changed / "grader" / "engine" / "verdicts.py", "a") as verdicts:
+    with open(changed / "grader" / "engine" / "verdict" / "compare.py", "a") as verdicts:
         verdicts.write("\n# a different release of the grader\n")
     env = dict(os.environ, PYTHONPATH=str(changed))
     ours = copy_of(collected, tmp_path / "course")

@@ -150,8 +150,8 @@ def test_every_marker_spelling_is_stubbed_and_hidden_as_nbgrader_does(begin):
     the instructor's solution put in its place (full marks, and the solution in the graded notebook), because
     the stub that replaces a deleted answer only knew `### BEGIN SOLUTION`. nbgrader takes any line holding the
     words as a marker."""
-    from grader.engine.course import stub_source, without_hidden
-    from grader.engine.merge import stub
+    from grader.engine.notebook.cells import stub_source, without_hidden
+    from grader.engine.notebook.merge import stub
 
     end = begin.replace("BEGIN", "END")
     source = f"def f(x):\n    {begin}\n    return 42 * x\n    {end}"
@@ -239,7 +239,7 @@ def test_a_course_notebook_without_cell_ids_merges_without_a_warning():
     import warnings
 
     from conformance_corpus import essay
-    from grader.engine.merge import merge
+    from grader.engine.notebook.merge import merge
 
     source = essay()
     assert source.nbformat_minor == 4 and not any("id" in cell for cell in source.cells)
@@ -253,7 +253,7 @@ def test_a_marker_nbgrader_does_not_read_is_warned_of():
     (one letter short) or `# begin hidden tests` is released to every student. The gate warns of such lines
     (and of none of the spellings nbgrader reads)."""
     from conformance_corpus import arith, test
-    from grader.engine.course import marker_typos
+    from grader.engine.notebook.cells import marker_typos
 
     assert marker_typos(arith()) == []
     nb = arith()
@@ -272,7 +272,7 @@ def test_zero_point_cells_of_an_nbgrader_course_pass_the_gate_with_allow_asserts
     which keeps nbgrader's rules. This course's own notebooks still need points."""
     from conformance_corpus import essay, loading, meta
     from grader.authoring.manual_cells import manual_cell_problems
-    from grader.engine.course import structure_problems
+    from grader.engine.notebook.cells import structure_problems
 
     assert structure_problems(loading(), header_required=False) == []
     assert any("worth no points" in p for p in structure_problems(loading()))
@@ -289,7 +289,7 @@ def test_an_assert_only_test_ending_in_its_score_passes_the_gate_with_allow_asse
     course brought in) the gate (e) no longer fails the idiom; a test of this course's own notebooks still may not
     end in a number, and a test that records may not either (its number would be ignored)."""
     from conformance_corpus import partial
-    from grader.engine.course import structure_problems
+    from grader.engine.notebook.cells import structure_problems
 
     assert structure_problems(partial(), header_required=False) == []
     ends = [p for p in structure_problems(partial()) if "ends with an expression" in p]
@@ -321,7 +321,7 @@ def test_the_gate_reads_a_course_notebook_without_cell_ids_without_a_warning():
 
     from conformance_corpus import essay
     from grader.authoring.manual_cells import manual_cell_problems
-    from grader.engine.variants import stubbed_walkthrough
+    from grader.engine.notebook.variants import stubbed_walkthrough
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -334,7 +334,7 @@ def test_a_solution_line_the_course_also_hands_out_is_no_leak():
     pivoted one: the solution repeats lines of the given code (`u = a.copy()`), which the gate (d) took for a
     solution leaked into the release. A solution line in a hint (markdown) is still one."""
     from conformance_corpus import answer, notebook, plain
-    from grader.engine.course import stub
+    from grader.engine.notebook.cells import stub
     from grader.running.gate import leaks
 
     given = "def naive(a):\n    u = a.copy()\n    return u"
@@ -351,7 +351,7 @@ def test_a_cell_of_no_nbgrader_kind_needs_no_grade_id():
     nbgrader metadata with grade, solution and locked all false and no grade_id; nbgrader's validator asks a
     grade_id only of a grade, solution or locked cell. The gate (e) refused each such cell."""
     from conformance_corpus import arith
-    from grader.engine.course import structure_problems
+    from grader.engine.notebook.cells import structure_problems
 
     nb = arith()
     for cell in nb.cells:
@@ -368,7 +368,7 @@ def test_a_hand_graded_answer_without_a_model_answer_is_a_warning_for_an_nbgrade
     names the cell; this course's own notebooks still need a model answer."""
     from conformance_corpus import essay
     from grader.authoring.manual_cells import manual_cell_problems, manual_cell_warnings
-    from grader.engine.course import TEXT_STUB
+    from grader.engine.notebook.cells import TEXT_STUB
 
     nb = essay()
     nb.cells[-1].source = TEXT_STUB

@@ -11,8 +11,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "engine"))
 from submissions import PLAIN, TENSOR, cell_with_id, grade_all, references, release, submission, write  # noqa: E402,E501
 
-from grader.engine import execute  # noqa: E402
-from grader.engine.execute import (Limits, References, ReferenceRunError, SandboxUnavailable,  # noqa: E402
+from grader.engine import grade as engine_grade  # noqa: E402
+from grader.engine.grade import (Limits, References, ReferenceRunError, SandboxUnavailable,  # noqa: E402
                             grade, run_reference, validate)
 from grader.record import MIME_TYPE  # noqa: E402
 
@@ -153,7 +153,7 @@ def test_a_test_whose_solution_ends_above_its_points_is_refused(tmp_path):
 
 
 def test_refuses_to_run_unsandboxed_unless_asked(monkeypatch, tmp_path, run):
-    monkeypatch.setattr(execute, "sandbox_status", lambda: (False, "bwrap is missing"))
+    monkeypatch.setattr(engine_grade, "sandbox_status", lambda: (False, "bwrap is missing"))
     refs = References.load(run[1][PLAIN])
     with pytest.raises(SandboxUnavailable, match="bwrap is missing.*--unsafe"):
         grade(PLAIN, PLAIN, refs, workdir=tmp_path / "a")

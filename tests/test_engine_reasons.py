@@ -1,5 +1,5 @@
 """Reasons are one readable sentence, whatever the exception's message looks like."""
-from grader.engine.execute import _first_line
+from grader.engine.grade import _first_line
 
 
 def test_an_empty_exception_message_leaves_no_dangling_colon():

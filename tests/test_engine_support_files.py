@@ -8,7 +8,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from grader.authoring.assembly import build, support_files
-from grader.engine.execute import grade, run_reference
+from grader.engine.grade import grade, run_reference
 
 HELPER = "def shipped():\n    return 'from the course'\n"
 

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from grader.engine.verdicts import check_records, compare
+from grader.engine.verdict.compare import check_records, compare
 from grader.values import encode
 
 

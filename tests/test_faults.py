@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "engine"))
 from submissions import PLAIN, cell_with_id, grade_all, references, submission, write  # noqa: E402
 
-from grader.engine.execute import Limits  # noqa: E402
+from grader.engine.grade import Limits  # noqa: E402
 
 MEAN = "def mean(xs):\n    return sum(xs) / len(xs)"
 LIMITS = Limits(cell_timeout_s=12, max_output_bytes=50_000)  # room for a kernel on a busy machine
@@ -165,7 +165,7 @@ def test_unreadable_submissions_score_zero_with_a_reason(graded, name, words):
 
 
 def test_the_whole_notebook_has_a_time_budget(tmp_path_factory, tmp_path):
-    from grader.engine.execute import References, grade
+    from grader.engine.grade import References, grade
 
     refs = References.load(references([PLAIN], tmp_path_factory)[PLAIN])
     # Two 20 s sleeps in a 30 s budget: the first fits with 10 s to spare for every other cell on a busy

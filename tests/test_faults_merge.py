@@ -1,4 +1,4 @@
-"""Merging a damaged submission into the trusted source (grader.engine.merge), without running anything."""
+"""Merging a damaged submission into the trusted source (grader.engine.notebook.merge), without running anything."""
 from __future__ import annotations
 
 import sys
@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "engine"))
 from submissions import PLAIN, cell_with_id, submission, write  # noqa: E402
 
-from grader.engine.merge import merge, read_submission, stub  # noqa: E402
+from grader.engine.notebook.merge import merge, read_submission, stub  # noqa: E402
 
 ANSWERS = {"add": "def add(a, b):\n    return a + b  # mine",
            "mean": "def mean(xs):\n    return sum(xs) / len(xs)  # mine",

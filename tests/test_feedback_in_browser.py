@@ -32,7 +32,7 @@ pytestmark = pytest.mark.required_in_ci(
     "install Debian's chromium (`make browser-deps`, i.e. `apt-get install chromium`) and check that "
     "`chromium --headless --no-sandbox --dump-dom about:blank` starts on this machine")
 from classroom import A, FIXTURE, released_course
-from grader.engine import course as nbs
+from grader.engine.notebook import cells as nbs
 from grader.intake.collect import collect
 from grader.results.feedback import feedback
 from grader.running.batch import autograde

@@ -17,7 +17,7 @@ from nbformat.v4 import new_markdown_cell
 
 from browser_support import launched_chromium
 from grader.authoring.assembly import build, release
-from grader.engine import course as nbs
+from grader.engine.notebook import cells as nbs
 from grader.intake.collect import collect
 from grader.results.feedback import feedback
 from grader.running.batch import autograde

@@ -24,7 +24,7 @@ import pytest
 from browser_support import launched_chromium, running_lab, student_environment
 from classroom import A, FIXTURE, broadcasting_bug, released_course, write_inbox
 from grader.authoring.coursedir import CourseDir
-from grader.engine import course as nbs
+from grader.engine.notebook import cells as nbs
 
 pytestmark = pytest.mark.required_in_ci(
     "install Debian's chromium (`make browser-deps`, i.e. `apt-get install chromium`) and check that "

@@ -24,8 +24,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from classroom import write_corrupt
 from grader.authoring.assembly import build, release
-from grader.engine import course as nbs
-from grader.engine.failures import raised_in_answer, visible_message
+from grader.engine.notebook import cells as nbs
+from grader.engine.notebook.failures import raised_in_answer, visible_message
 from grader.intake.collect import collect
 from grader.results.feedback import feedback
 from grader.results.table import grade_table

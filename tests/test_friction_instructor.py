@@ -20,7 +20,7 @@ import pytest
 
 from classroom import A, FIXTURE, class_of, write_inbox
 from grader.authoring.assembly import build, release
-from grader.engine import course as nbs
+from grader.engine.notebook import cells as nbs
 
 REPO = Path(__file__).resolve().parents[1]
 B = "02_again"  # a second assignment (the fixture under another name) that only ann submitted
@@ -159,7 +159,7 @@ def _set_due_date(root: Path, assignment: str, when: datetime) -> None:
 
 
 def test_a_long_reason_is_cut_between_words_with_an_ellipsis(tmp_path):
-    from grader.engine.result import TestResult
+    from grader.engine.verdict.result import TestResult
     from grader.results.gradebook import Outcome
     from grader.results.table import grade_table
 

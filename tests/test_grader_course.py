@@ -10,10 +10,11 @@ import pytest
 
 from classroom import FIXTURE as GOOD
 from classroom import released_course
-from grader.authoring.assembly import GraderError, build, check_root, release
-from grader.engine import course as nbs
-from grader.engine import variants
-from grader.engine.course import HIDDEN_NOTE, strip_hidden
+from grader.errors import GraderError
+from grader.authoring.assembly import build, check_root, release
+from grader.engine.notebook import cells as nbs
+from grader.engine.notebook import variants
+from grader.engine.notebook.cells import HIDDEN_NOTE, strip_hidden
 from grader.intake.collect import check_student_id, collect
 from grader.running.gate import leaks
 
@@ -184,7 +185,7 @@ def test_stubbed_walkthrough_stubs_each_exercise_then_restores_it():
 
 def test_a_test_cell_ending_in_an_expression_is_flagged():
     """Its value would show as Out[n], and stock nbgrader reads a number there as partial credit."""
-    from grader.engine.course import ends_with_expression
+    from grader.engine.notebook.cells import ends_with_expression
 
     assert ends_with_expression('record("k", f(x))\n### BEGIN HIDDEN TESTS\nrecord("h", f(y))\n### END HIDDEN TESTS')
     assert ends_with_expression("x = 1\nx")
@@ -199,7 +200,7 @@ def test_a_test_cell_ending_in_an_expression_is_flagged():
 def test_a_test_cell_ending_in_an_assert_call_or_a_comparison_is_not_flagged():
     """Public nbgrader courses end tests with ``assert_allclose(...)`` (returns None: nothing is shown) or a
     comparison (``True`` is no number, so stock nbgrader gives full marks, not partial credit): fine."""
-    from grader.engine.course import ends_with_a_number
+    from grader.engine.notebook.cells import ends_with_a_number
 
     for fine in ("s = 10 / t\nassert_allclose(s, 2.0, rtol=1e-2)", "np.testing.assert_array_equal(a, b)",
                  "assert_equal(f(1), 2)", "mean([4, 6]) == 5", "not failed", "a == 1 and b == 2"):

@@ -62,8 +62,8 @@ def test_full_marks_and_zero_runs_stop_after_the_last_graded_cell(tmp_path):
     run still runs them all): a cell after it is in neither run, in the source nor in the release."""
     import nbformat
 
-    from grader.engine import course as nbs
-    from grader.engine.sandbox import Limits
+    from grader.engine.notebook import cells as nbs
+    from grader.engine.isolation.sandbox import Limits
     from grader.running.gate import GateReport, _Plan, _submit_variants
     from grader.running.jobs import TrustedNotebook
 
@@ -93,8 +93,8 @@ def test_a_cell_that_times_out_fails_the_gate_even_when_every_test_passes(tmp_pa
     """The grader interrupted an unmarked cell at the cell time limit and the tests after it still passed, so
     the scores look right (full marks on the solution, zero on the release); but every student's grading
     would wait out the limit there: (a) and (b) fail and say what the grader reported."""
-    from grader.engine import course as nbs
-    from grader.engine.result import Outcome, TestResult
+    from grader.engine.notebook import cells as nbs
+    from grader.engine.verdict.result import Outcome, TestResult
     from grader.running.gate import GateReport, _collect_variants, _Plan
 
     source = nbs.read_notebook(FIXTURES / "course" / "01_fixture.ipynb")

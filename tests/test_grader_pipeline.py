@@ -22,7 +22,7 @@ from classroom import (A, FIXTURE, cell_scores, class_of, released_course, stude
 from grader.authoring.assembly import build
 from grader.authoring.coursedir import MARKER, CourseDir
 from grader.cli import main
-from grader.engine import course as nbs
+from grader.engine.notebook import cells as nbs
 from grader.intake.collect import collect
 from grader.results.export import export_csv
 from grader.results.feedback import feedback

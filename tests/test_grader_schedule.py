@@ -14,7 +14,7 @@ from classroom import FIXTURE, answer_of, with_answer, write_inbox
 from grader.authoring.assembly import build, release
 from grader.authoring.coursedir import MARKER
 from grader.cli import main
-from grader.engine import course as nbs
+from grader.engine.notebook import cells as nbs
 from grader.intake.collect import collect
 from grader.running.batch import ReferenceFailed, autograde
 from grader.running.jobs import share_cores as _share_cores

@@ -1,4 +1,4 @@
-"""A finding of the answers' reading (:mod:`grader.engine.answer_bounds`) reaches its test's verdict.
+"""A finding of the answers' reading (:mod:`grader.engine.reading.bounds`) reaches its test's verdict.
 
 The reading ran in a thread beside the kernel for a while (issue 32); in a Dask worker that raced CPython
 3.11's parser state ("SystemError: AST constructor recursion depth mismatch", a student graded as "could not
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import grader.engine.execute as execute
-from grader.engine.answer_rules import Reading
-from grader.engine.references import References
+from grader.engine import grade as engine_grade
+from grader.engine.reading.rules import Reading
+from grader.engine.verdict.references import References
 
 SOURCE = Path(__file__).resolve().parent.parent / "course" / "01_tensors.ipynb"
 
@@ -23,11 +23,11 @@ def test_a_reading_finding_still_reaches_the_verdict(monkeypatch, tmp_path):
         return {first_test: ([first_answer], Reading(["a finding for a person"]))}
 
     def kernel_run(nb, roles, workdir, limits, **kwargs):
-        return {i: execute.CellRun("ok") for i, role in enumerate(roles) if role.kind == "test"}, []
+        return {i: engine_grade.CellRun("ok") for i, role in enumerate(roles) if role.kind == "test"}, []
 
-    monkeypatch.setattr(execute, "bounded_readings", reading)
-    monkeypatch.setattr(execute, "run_notebook", kernel_run)
-    monkeypatch.setattr(execute, "_verdict", lambda gid, points, *rest: execute.TestResult(gid, points, points, "passed", "ok."))
-    result = execute.grade(SOURCE, SOURCE, References({}), workdir=tmp_path / "work", unsafe=True)
+    monkeypatch.setattr(engine_grade, "bounded_readings", reading)
+    monkeypatch.setattr(engine_grade, "run_notebook", kernel_run)
+    monkeypatch.setattr(engine_grade, "_verdict", lambda gid, points, *rest: engine_grade.TestResult(gid, points, points, "passed", "ok."))
+    result = engine_grade.grade(SOURCE, SOURCE, References({}), workdir=tmp_path / "work", unsafe=True)
     flagged = [t.grade_id for t in result.tests.values() if t.review]
     assert len(flagged) == 1, f"expected the one test with a finding flagged for review, got {flagged}"

@@ -25,9 +25,9 @@ from classroom import write_inbox, writable_copy
 from grader.authoring.assembly import build, release
 from grader.authoring.coursedir import CourseDir
 from grader.authoring.manual_cells import manual_cell_problems
-from grader.engine import course as nbs
-from grader.engine.execute import LEFT_AS_RELEASED
-from grader.engine.merge import merge
+from grader.engine.notebook import cells as nbs
+from grader.engine.grade import LEFT_AS_RELEASED
+from grader.engine.notebook.merge import merge
 from grader.intake.collect import collect
 from grader.results.export import export_csv
 from grader.results.feedback import feedback
@@ -291,7 +291,7 @@ def test_the_header_total_counts_hand_graded_points():
 
 def test_gate_a_and_b_leave_hand_graded_points_out_and_name_them():
     """(a) graded with the solutions: a hand-graded answer earns 0 there and is not "lost"."""
-    from grader.engine.result import TestResult
+    from grader.engine.verdict.result import TestResult
     verdicts = [TestResult("test_double", 2.0, 2.0, "passed", "ok"), TestResult("why_new_list", 3.0, 0.0, "manual", "by hand"),
                 TestResult("own_example", 1.0, 0.0, "manual", "by hand")]
     from grader.running.gate import _auto_and_by_hand

@@ -1,5 +1,5 @@
-"""TeX to MathML for feedback pages (grader/engine/mathml.py), and student markdown with formulas
-(grader/engine/allowlist.py's markdown_html): what reaches the page is MathML from the allowlist, or
+"""TeX to MathML for feedback pages (grader/engine/notebook/mathml.py), and student markdown with formulas
+(grader/engine/notebook/allowlist.py's markdown_html): what reaches the page is MathML from the allowlist, or
 the formula's TeX as text; never a link, a script, a style or an event handler.
 
 The pages themselves, offline in Chromium, are in tests/test_feedback_maths.py.
@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from grader.engine.allowlist import markdown_cell, markdown_html
-from grader.engine.mathml import markdown_mathml, tex_mathml
+from grader.engine.notebook.allowlist import markdown_cell, markdown_html
+from grader.engine.notebook.mathml import markdown_mathml, tex_mathml
 from page_payloads import active_markup
 
 ACTIVE = re.compile(r"\bhref=|\bstyle=|\bsrc=|<script|\bon[a-z]+=|javascript:", re.I)

@@ -25,7 +25,7 @@ import pytest
 from classroom import grade_rows, stock_course, stock_nbgrader
 from grader.authoring.coursedir import CourseDir
 from grader.cli import main
-from grader.engine import course as nbs
+from grader.engine.notebook import cells as nbs
 
 NBCOURSE = Path(__file__).parent / "fixtures" / "grader" / "nbcourse"
 EXPECTED = {  # (student, notebook, test cell) -> automatic points, worked out from the answers above

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from grader.authoring.coursedir import CourseDir
 from grader.cli import main
-from grader.engine.references import References, sha256_of, sha256_of_all
-from grader.engine.seal import course_key
+from grader.engine.verdict.references import References, sha256_of, sha256_of_all
+from grader.engine.verdict.seal import course_key
 from grader.running.pending import grade_key, in_gradebook, pending_submissions, reference_plan
 
 NBCOURSE = Path(__file__).parent / "fixtures" / "grader" / "nbcourse"

@@ -23,7 +23,7 @@ from classroom import A, FIXTURE, released_course
 from grader.authoring.assembly import release
 from grader.authoring.config import COURSE_ID
 from grader.authoring.coursedir import CourseDir
-from grader.engine import course as nbs
+from grader.engine.notebook import cells as nbs
 from grader.lab import student_config, student_copies
 
 

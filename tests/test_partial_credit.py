@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "engine"))
 from submissions import grade_all, submission, write  # noqa: E402
 
 from grader.authoring.graded_cells import graded_cell_problems  # noqa: E402
-from grader.engine.execute import run_reference  # noqa: E402
+from grader.engine.grade import run_reference  # noqa: E402
 from grader.record import record  # noqa: E402
 
 SOURCE = Path(__file__).parent / "fixtures" / "grader" / "partial" / "01_partial.ipynb"
@@ -143,7 +143,7 @@ def graded(tmp_path_factory):
 
 
 def test_the_reference_file_keeps_the_shares_it_recorded(graded):
-    from grader.engine.references import References
+    from grader.engine.verdict.references import References
 
     cells = References.load(graded[0]).cells
     assert {k: v["points"] for k, v in cells["test_stats"].items()} == {"mean": 1.0, "max": 2.0}

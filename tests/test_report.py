@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from grader.authoring.coursedir import CourseDir
-from grader.engine.execute import TestResult as Verdict
-from grader.engine.verdicts import failing_keys
+from grader.engine.grade import TestResult as Verdict
+from grader.engine.verdict.compare import failing_keys
 from grader.results.report import student_page_name, write_report
 from grader.values import encode
 

@@ -1,4 +1,4 @@
-"""The marker's format (grader.engine.result): a graded test and a graded submission go to JSON and come back
+"""The marker's format (grader.engine.verdict.result): a graded test and a graded submission go to JSON and come back
 equal; markers written before the format was numbered still read; a damaged one raises."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from grader.engine.result import MARKER_FORMAT, Outcome
-from grader.engine.result import TestResult as Verdict  # not "Test...": pytest would collect it
+from grader.engine.verdict.result import MARKER_FORMAT, Outcome
+from grader.engine.verdict.result import TestResult as Verdict  # not "Test...": pytest would collect it
 
 FULL = Verdict("test_dist", 6.0, 3.0, "failed", "Partly right.", ["max"], ["max"], False, "a finding", "dist",
                   "sequences")

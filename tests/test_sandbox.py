@@ -1,6 +1,6 @@
 """The sandbox, for real: what a kernel can reach, and its resource limits hit cleanly.
 
-Each test runs code in a sandboxed kernel (grader.engine.kernel.Kernel) the way grading does, and
+Each test runs code in a sandboxed kernel (grader.engine.isolation.kernel.Kernel) the way grading does, and
 checks what happened from outside. These tests need bubblewrap and user namespaces; they are
 not skipped when those are missing, because then grading would refuse to run. The two that need
 root skip elsewhere, and fail in CI (``required_in_ci``, tests/conftest.py).
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.engine.kernel import Kernel
-from grader.engine.sandbox import Limits, sandbox_status
+from grader.engine.isolation.kernel import Kernel
+from grader.engine.isolation.sandbox import Limits, sandbox_status
 
 AS_ROOT = ("run the tests as root, as CI's container does (`sudo .ci/run`, or `sudo make test`): "
            "only a root grader gives kernels a uid of their own")
@@ -218,7 +218,7 @@ def test_a_kernel_without_a_passwd_entry_can_still_name_its_user(kernel):
 
 
 def _arguments(monkeypatch, *, memory_in_cgroup: bool, gpus: list[str]) -> list[str]:
-    from grader.engine import sandbox
+    from grader.engine.isolation import sandbox
 
     monkeypatch.setattr(sandbox, "gpu_devices", lambda: gpus)
     return sandbox.kernel_command(["python3"], workdir=Path("/tmp"), sockdir=None, limits=SMALL,
@@ -238,7 +238,7 @@ def test_a_gpu_reaches_the_kernel_only_when_a_memory_cgroup_replaces_the_address
 
 
 def test_the_instructors_choice_of_gpu_reaches_the_kernel_and_secrets_do_not(monkeypatch, tmp_path):
-    from grader.engine.sandbox import kernel_env
+    from grader.engine.isolation.sandbox import kernel_env
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     monkeypatch.setenv("INSTRUCTOR_SECRET", "s3cret")

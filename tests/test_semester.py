@@ -244,7 +244,8 @@ def test_the_grade_table_shows_penalties_lateness_and_own_due_dates(course):
 def test_build_refuses_a_file_naming_an_assignment_the_course_lacks(tmp_path):
     from classroom import FIXTURE
 
-    from grader.authoring.assembly import GraderError, build
+    from grader.errors import GraderError
+    from grader.authoring.assembly import build
 
     root = semester_file(tmp_path / "course", '[assignments.01_tensors]\ndue = "2026-10-01T23:59:00Z"\n')
     with pytest.raises(GraderError, match=r"semester.toml, line 1: unknown assignment '01_tensors'; the course has 01_fixture"):

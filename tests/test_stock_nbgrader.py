@@ -21,7 +21,7 @@ import pytest
 
 from classroom import (A, answer_of, cell_scores, class_of, graded_class, released_course, with_answer, writable_copy,
                        write_inbox)
-from grader.engine import course as nbs
+from grader.engine.notebook import cells as nbs
 from grader.intake.collect import collect
 from grader.running.batch import autograde
 from grader.stock import OPT_IN

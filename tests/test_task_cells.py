@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from grader.engine import course as nbs
-from grader.engine.merge import merge, read_submission
+from grader.engine.notebook import cells as nbs
+from grader.engine.notebook.merge import merge, read_submission
 
 INTEGRALS = Path(__file__).parent / "fixtures" / "grader" / "nbcourse" / "week1" / "integrals.ipynb"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.engine.cgroups import cgroup_support
+from grader.engine.isolation.cgroups import cgroup_support
 from grader.running.runner import LocalRunner, WorkerLost
 from grader.running.worker_memory import WORKER_MEMORY_MB, bound_by_rlimit
 
@@ -69,7 +69,7 @@ def test_a_kernel_started_by_a_worker_under_the_fallback_gets_its_own_memory_bud
     import subprocess
     import sys
 
-    from grader.engine.sandbox import Limits, kernel_command
+    from grader.engine.isolation.sandbox import Limits, kernel_command
 
     writes = [sys.executable, "-c", f"print(len(b'1' * ({OVER_MB} * 2**20)) // 2**20)"]
     command = kernel_command(writes, workdir=None, sockdir=None, limits=Limits(), unsafe=True)
@@ -79,8 +79,8 @@ def test_a_kernel_started_by_a_worker_under_the_fallback_gets_its_own_memory_bud
 
 def test_a_worker_that_cannot_join_its_group_refuses_to_grade(monkeypatch):
     """Fail closed, as a kernel whose group cannot be made is not started: the submission stays pending."""
-    from grader.engine.cgroups import KernelGroup
-    from grader.engine.sandbox import SandboxUnavailable
+    from grader.engine.isolation.cgroups import KernelGroup
+    from grader.engine.isolation.sandbox import SandboxUnavailable
     from grader.running import worker_memory
 
     def refused(*_):
@@ -95,6 +95,6 @@ def test_a_worker_that_cannot_join_its_group_refuses_to_grade(monkeypatch):
 
 
 def test_the_default_bound_leaves_room_for_the_reading_child_and_the_messages():
-    from grader.engine.answer_bounds import READ_MEMORY_MB
+    from grader.engine.reading.bounds import READ_MEMORY_MB
 
     assert WORKER_MEMORY_MB >= READ_MEMORY_MB + 1024

@@ -21,7 +21,7 @@ from browser_support import launched_chromium, opened_offline, payloads_ran
 from classroom import write_inbox
 from grader.authoring.assembly import build, release
 from grader.authoring.coursedir import CourseDir
-from grader.engine import course as nbs
+from grader.engine.notebook import cells as nbs
 from grader.intake.collect import collect
 from grader.results.feedback import feedback
 from grader.running.batch import autograde
@@ -97,7 +97,7 @@ def test_the_raw_answer_in_formgraders_rendering_runs_its_script(browser, pages)
 
 def test_the_autograded_notebook_stores_the_answer_cleaned(pages):
     """The autograded notebook keeps the answer's text and none of its markup; submitted/ keeps it raw."""
-    from grader.engine.allowlist import markdown_cell
+    from grader.engine.notebook.allowlist import markdown_cell
 
     root = pages["feedback"].parents[3]
     graded = nbs.read_notebook(CourseDir(root).autograded(STUDENT, A) / f"{A}.ipynb")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.engine import course as nbs
+from grader.engine.notebook import cells as nbs
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "engine"))
 from submissions import submission, write  # noqa: E402
@@ -276,7 +276,7 @@ def _trimmed(notebook: str, folder: Path) -> Path:
 
 def _grade_notebook(source: str, jobs: dict[str, str], workdir: str) -> dict:
     """The reference run of ``source``, then each submission (name -> path) graded against it."""
-    from grader.engine.execute import Limits, grade, run_reference
+    from grader.engine.grade import Limits, grade, run_reference
 
     limits = Limits(cell_timeout_s=120)
     references = run_reference(Path(source), workdir=Path(workdir) / "reference", limits=limits)

@@ -3,9 +3,9 @@
 An attack test shows that a submission earns nothing; that only proves something if the same
 submission WOULD earn points where the defence it targets is missing. :func:`stock_points` is
 stock nbgrader's rule (the kernel decides); each comparator below is the grader's own comparison
-(``grader.engine.verdicts.check_records``) with exactly one defence removed. Both are applied to what the
+(``grader.engine.verdict.compare.check_records``) with exactly one defence removed. Both are applied to what the
 kernel really sent during the real, sandboxed grading run of that submission: :func:`grade_watched`
-grades as the tests always do (``grader.engine.execute.grade``) and, beside it, keeps every execution the
+grades as the tests always do (``grader.engine.grade.grade``) and, beside it, keeps every execution the
 kernel answered (code, status, outputs, record payloads) by wrapping ``Kernel.run`` in the worker
 process; the wrapper only copies what the real method returns.
 
@@ -24,8 +24,8 @@ from pathlib import Path
 import nbformat
 from nbgrader.utils import determine_grade
 
-from grader.engine.course import split_hidden
-from grader.engine.verdicts import check_records, collect
+from grader.engine.notebook.cells import split_hidden
+from grader.engine.verdict.compare import check_records, collect
 
 __all__ = ["Run", "Watched", "grade_watched", "stock_points", "trusting_kernel_tolerances",
            "first_record_wins", "only_keys_sent", "every_cells_records"]
@@ -119,23 +119,23 @@ def every_cells_records(watched: Watched, gid: str, expected: dict) -> bool:
 # -- grading while watching the kernel ---------------------------------------------------------
 
 def _grade_job(source: str, sub: str, refs_path: str, workdir: str, limits, unsafe: bool):
-    import grader.engine.kernel
-    from grader.engine.execute import References, grade
+    import grader.engine.isolation.kernel
+    from grader.engine.grade import References, grade
 
     seen: list[Run] = []
-    real_run = grader.engine.kernel.Kernel.run
+    real_run = grader.engine.isolation.kernel.Kernel.run
 
     def watching_run(self, code, *args, **kwargs):
         result = real_run(self, code, *args, **kwargs)
         seen.append(Run(code, result.status, copy.deepcopy(result.outputs), list(result.records)))
         return result
 
-    grader.engine.kernel.Kernel.run = watching_run
+    grader.engine.isolation.kernel.Kernel.run = watching_run
     try:
         result = grade(Path(source), Path(sub), References.load(Path(refs_path)),
                        workdir=Path(workdir), limits=limits, unsafe=unsafe)
     finally:
-        grader.engine.kernel.Kernel.run = real_run
+        grader.engine.isolation.kernel.Kernel.run = real_run
     return result, Watched(_cells(result.notebook, seen))
 
 
@@ -164,7 +164,7 @@ def grade_watched(jobs: dict[str, tuple[Path, Path, Path, bool]], tmp: Path, lim
                   workers: int = 3) -> dict[str, tuple]:
     """Grade every job (name -> (trusted source, submission, references file, unsafe?)) in worker
     processes. Returns name -> (NotebookResult, Watched)."""
-    from grader.engine.execute import Limits
+    from grader.engine.grade import Limits
 
     limits = limits or Limits(cell_timeout_s=30)
     with ProcessPoolExecutor(workers) as pool:

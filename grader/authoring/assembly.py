@@ -20,17 +20,14 @@ import stat
 import sys
 from pathlib import Path
 
-from ..engine.course import is_support_file, is_task, nbgrader_meta, read_notebook
+from ..engine.notebook.cells import is_support_file, is_task, nbgrader_meta, read_notebook
+from ..errors import GraderError
 from .config import CONFIG_NAME, configured_course_id, course_id_problem, nbgrader_api, write_config
 from .coursedir import CourseDir
 from .invocation import DEFAULT_ROOT, command
 
-__all__ = ["DEFAULT_ROOT", "GraderError", "course_folder", "course_notebooks", "check_root", "build", "release",
+__all__ = ["DEFAULT_ROOT", "course_folder", "course_notebooks", "check_root", "build", "release",
            "assignments", "support_files"]
-
-
-class GraderError(Exception):
-    """A problem the instructor has to fix; the message says what and how."""
 
 
 def course_notebooks(course: Path) -> list[Path]:

@@ -109,7 +109,7 @@ def write_config(root: Path, course_id: str = COURSE_ID) -> Path:
         raise ValueError(course_id_problem(course_id))
     root.mkdir(parents=True, exist_ok=True)
     path = root / CONFIG_NAME
-    from ..engine.sandbox import Limits
+    from ..engine.isolation.sandbox import Limits
 
     timeout = int(Limits().cell_timeout_s)
     path.write_text(TEMPLATE.format(course_id=course_id, timeout=timeout, marker=MARKER), encoding="utf-8")
@@ -125,7 +125,7 @@ def load_config(root: Path) -> Config:
 
 def deduct_certain_findings(root: Path) -> bool:
     """The course's opt-in (``c.CourseGrader.deduct_certain_findings = True``) to deduct findings that are certain
-    instead of flagging them for review (:func:`grader.engine.execute.reviewed`); False without a configuration."""
+    instead of flagging them for review (:func:`grader.engine.grade.reviewed`); False without a configuration."""
     try:
         return load_config(Path(root)).CourseGrader.get("deduct_certain_findings") is True
     except Exception:  # noqa: BLE001 - no config yet (a course being built): flag, never deduct
@@ -134,10 +134,10 @@ def deduct_certain_findings(root: Path) -> bool:
 
 def load_limits(root: Path, cell_timeout_s: float | None = None):
     """The kernels' limits for the course at ``root``: the cell timeout its nbgrader_config.py gives
-    (``c.Execute.timeout``), else :class:`grader.engine.sandbox.Limits`' default; ``cell_timeout_s`` wins."""
+    (``c.Execute.timeout``), else :class:`grader.engine.isolation.sandbox.Limits`' default; ``cell_timeout_s`` wins."""
     from dataclasses import replace
 
-    from ..engine.sandbox import Limits
+    from ..engine.isolation.sandbox import Limits
 
     limits = Limits()
     if cell_timeout_s is None:

@@ -8,7 +8,7 @@
     ROOT/release/<assignment>/                     what students get (nbgrader generate_assignment)
     ROOT-exchange/  (beside ROOT, not in it)       nbgrader's exchange (release_assignment, submit): students
                                                    reach it; ROOT itself is the owner's only (0700, `build`)
-    ROOT/references/<assignment>.json              what the solution recorded (grader.engine.references);
+    ROOT/references/<assignment>.json              what the solution recorded (grader.engine.verdict.references);
     ROOT/references/<assignment>/<notebook>.json   that of a notebook not named as its assignment
     ROOT/submitted/<student>/<assignment>/         a collected notebook, timestamp.txt, rejected.json,
                                                    submission_secret.txt (collected from an exchange)
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..engine.result import Outcome
+    from ..engine.verdict.result import Outcome
 
 __all__ = ["CourseDir", "MARKER", "TIMESTAMP_FILE", "REJECTED_FILE", "SECRET_FILE", "timestamp_text"]
 
@@ -90,7 +90,7 @@ class CourseDir:
 
     @property
     def key(self) -> Path:
-        """The course's secret key (grader.engine.seal)."""
+        """The course's secret key (grader.engine.verdict.seal)."""
         return self.root / ".course-grader-key"
 
     def references(self, assignment: str, notebook: str | None = None) -> Path:
@@ -164,9 +164,9 @@ class CourseDir:
         return data if isinstance(data, dict) else None
 
     def outcome(self, student: str, assignment: str) -> Outcome | None:
-        """The marker as an :class:`grader.engine.result.Outcome`, or None where :meth:`read_marker` is None (or
+        """The marker as an :class:`grader.engine.verdict.result.Outcome`, or None where :meth:`read_marker` is None (or
         the marker is empty); a marker that misses a required key raises (TypeError, KeyError)."""
-        from ..engine.result import Outcome
+        from ..engine.verdict.result import Outcome
 
         marker = self.read_marker(student, assignment)
         return Outcome.from_json(marker) if marker else None

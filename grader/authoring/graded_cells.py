@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import ast
 
-from ..engine.answer_rules import rule_problems
-from ..engine.course import (HIDDEN_BEGIN, HIDDEN_END, RECORD_IMPORT, asserts_only, cell_points, is_test, nbgrader_meta,
+from ..engine.reading.rules import rule_problems
+from ..engine.notebook.cells import (HIDDEN_BEGIN, HIDDEN_END, RECORD_IMPORT, asserts_only, cell_points, is_test, nbgrader_meta,
                              split_hidden)
-from ..engine.shares import TOLERANCE, declared_shares, in_loop_or_function
+from ..engine.notebook.shares import TOLERANCE, declared_shares, in_loop_or_function
 
 __all__ = ["graded_cell_problems", "share_problems", "who_decides", "kernel_word_hint", "COMPARING_CALLS"]
 
@@ -122,7 +122,7 @@ def graded_cell_problems(cell) -> list[str]:
 
 
 def share_problems(cell) -> list[str]:
-    """Partial credit (:mod:`grader.engine.shares`): ``points=`` on every record() call of the cell or
+    """Partial credit (:mod:`grader.engine.notebook.shares`): ``points=`` on every record() call of the cell or
     on none, each a number literal >= 0, adding up to the cell's points."""
     label = f"test cell {nbgrader_meta(cell).get('grade_id', '?')!r}"
     hidden = [code for code, is_hidden in split_hidden(cell.get("source", "")) if is_hidden]
@@ -156,7 +156,7 @@ def who_decides(cells) -> str:
     whose exercise also declares ``answer_rules`` rest in part on facts the grader reads from the
     answer's source. Checks in visible parts that run inside the student's kernel (``forbid``,
     ``forbid_host_sync``, ``lines_executed``) are named as advice: they earn no point."""
-    from ..engine.answer_rules import _declaration
+    from ..engine.reading.rules import _declaration
 
     total = compared = read = 0.0
     advice = []
@@ -184,7 +184,7 @@ def who_decides(cells) -> str:
 
 
 def kernel_word_hint(cells) -> str:
-    """For the gate: the assert-only test cells (stock nbgrader's kind, :func:`grader.engine.course.asserts_only`)
+    """For the gate: the assert-only test cells (stock nbgrader's kind, :func:`grader.engine.notebook.cells.asserts_only`)
     by grade_id with their points, and how to add a hidden part the grader compares; "" when there are none.
 
     Such a cell scores full marks when it runs without an error, as nbgrader scores it; the student's code

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import nbformat
 
-from ..engine import course as nbs
-from ..engine.variants import solution_lines
+from ..engine.notebook import cells as nbs
+from ..engine.notebook.variants import solution_lines
 
 __all__ = ["manual_cell_problems", "manual_cell_warnings"]
 

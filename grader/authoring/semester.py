@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from pathlib import Path
 
-from .assembly import GraderError
+from ..errors import GraderError
 
 __all__ = ["SEMESTER_FILE", "SemesterError", "Semester", "load_semester", "late_penalty", "parse_stamp"]
 

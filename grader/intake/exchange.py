@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from ..authoring.assembly import GraderError
+from ..errors import GraderError
 from ..authoring.coursedir import SECRET_FILE, TIMESTAMP_FILE
 from .uploads import Rejected, check_student_id, collisions, open_folder, read_regular
 

@@ -19,7 +19,7 @@ import stat
 import unicodedata
 from dataclasses import dataclass
 
-from ..authoring.assembly import GraderError
+from ..errors import GraderError
 
 __all__ = ["Rejected", "Notebook", "check_student_id", "identity", "collisions", "open_folder", "open_file",
            "read_regular", "read_notebooks", "LINK_ADVICE", "CHECKPOINTS"]
@@ -28,7 +28,7 @@ FORBIDDEN = set('/\\*?[]:"<>|') | {chr(c) for c in range(32)} | {"\x7f"}
 CHECKPOINTS = ".ipynb_checkpoints"
 LINK_ADVICE = ("is a symbolic link; links are never followed (one could point at the instructor's "
                "solution or another student's work): upload the file or folder itself")
-MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024  # the limit merge.py grades; larger uploads are refused here
+MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024  # the limit engine/notebook/merge.py grades; larger uploads are refused here
 
 
 @dataclass

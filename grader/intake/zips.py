@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import BinaryIO
 
-from ..authoring.assembly import GraderError
+from ..errors import GraderError
 from .uploads import CHECKPOINTS, LINK_ADVICE, MAX_NOTEBOOK_BYTES, Notebook, Rejected
 
 __all__ = ["ZipLimits", "read_zip", "MAX_UNZIPPED_BYTES", "MAX_MEMBERS", "MAX_RATIO"]

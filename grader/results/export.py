@@ -15,7 +15,7 @@ cell safe whatever separator the spreadsheet splits on (``,`` here, ``;`` in man
 
 Two columns are added after nbgrader's: ``awaiting_manual_grading``, the points of hand-graded
 answers not yet scored in formgrader (0.0 once all are scored), and ``under_review``, the points of
-tests flagged for what the grader read in their answer's source (``grader.engine.execute.reviewed``):
+tests flagged for what the grader read in their answer's source (``grader.engine.grade.reviewed``):
 counted in the score until an instructor confirms or clears the finding in formgrader. ``raw_score``
 and ``score`` are nbgrader's, as its own export writes them: the points so far (an answer not graded
 yet counts 0), so while either added column is above 0 they are not final. Every numeric column stays
@@ -97,7 +97,7 @@ def _ungraded_points(submission) -> float:
 
 def _review_points(submission) -> float:
     """The points of the submission's grades flagged for review (an automatic score that still needs a manual
-    grade, :func:`grader.engine.execute.reviewed`): counted in ``score`` until an instructor decides."""
+    grade, :func:`grader.engine.grade.reviewed`): counted in ``score`` until an instructor decides."""
     return float(sum(grade.auto_score or 0.0 for notebook in submission.notebooks for grade in notebook.grades
                      if grade.auto_score is not None and grade.needs_manual_grade and grade.manual_score is None))
 

@@ -13,7 +13,7 @@ Every output was made by a kernel running the student's code, so a student can d
 ``<script>``, an ``<img onerror=...>``, an image whose ``width`` metadata breaks out of its tag, SVG
 with a script, LaTeX with a ``javascript:`` link or a JavaScript output, which would run in the
 browser of whoever opens the page. :class:`SanitizeStudentHTML` rebuilds every output from
-:mod:`grader.engine.allowlist` (known MIME types, cleaned HTML, numeric image sizes, LaTeX as text; the
+:mod:`grader.engine.notebook.allowlist` (known MIME types, cleaned HTML, numeric image sizes, LaTeX as text; the
 rest dropped), also for autograded notebooks that stock nbgrader wrote, and cleans every markdown
 or raw cell that is not word for word the instructor's (instructor text is left as written: it may
 use HTML that a student may not, such as images). Both preprocessors are listed by
@@ -34,13 +34,13 @@ from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbformat.v4 import new_markdown_cell, new_output
 from traitlets import Bool
 
-from ..authoring.assembly import GraderError
+from ..errors import GraderError
 from ..authoring.coursedir import CourseDir
 from ..authoring.invocation import command
-from ..engine.allowlist import clean_html, markdown_cell, safe_output
-from ..engine.course import HIDDEN_BEGIN, cell_points, exercise_titles, is_manual, is_test, nbgrader_meta, strip_hidden
-from ..engine.result import Outcome, TestResult, verdict_line
-from ..engine.statuses import AWAITING
+from ..engine.notebook.allowlist import clean_html, markdown_cell, safe_output
+from ..engine.notebook.cells import HIDDEN_BEGIN, cell_points, exercise_titles, is_manual, is_test, nbgrader_meta, strip_hidden
+from ..engine.verdict.result import Outcome, TestResult, verdict_line
+from ..engine.verdict.statuses import AWAITING
 from .foreign import STUDENT_NOTE, foreign_notebooks
 from .offline_page import OfflineFeedbackPage
 from .report_data import Check, hidden_checks

@@ -20,7 +20,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..authoring.assembly import GraderError
+from ..errors import GraderError
 from ..authoring.coursedir import SECRET_FILE, TIMESTAMP_FILE, CourseDir
 from ..authoring.invocation import command
 

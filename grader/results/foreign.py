@@ -5,8 +5,8 @@ cells) or another file saved under the assignment's name. Graded as it is, each 
 from __future__ import annotations
 
 from ..authoring.coursedir import CourseDir
-from ..engine.course import nbgrader_meta, read_notebook
-from ..engine.merge import read_submission
+from ..engine.notebook.cells import nbgrader_meta, read_notebook
+from ..engine.notebook.merge import read_submission
 
 __all__ = ["foreign_notebooks", "INSTRUCTOR_NOTE", "STUDENT_NOTE"]
 

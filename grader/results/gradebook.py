@@ -21,9 +21,9 @@ from pathlib import Path
 
 from ..authoring.coursedir import TIMESTAMP_FILE, CourseDir
 from ..authoring.semester import SEMESTER_FILE, Semester
-from ..engine.answer_rules import REVIEW_PREFIX
-from ..engine.references import sha256_of_all
-from ..engine.result import Outcome, TestResult
+from ..engine.reading.rules import REVIEW_PREFIX
+from ..engine.verdict.references import sha256_of_all
+from ..engine.verdict.result import Outcome, TestResult
 from .late import as_utc, lateness, semester_of, unknown_students
 
 __all__ = ["Outcome", "save_result", "save_or_report", "outcomes", "apply_semester", "sync_semester",
@@ -85,7 +85,7 @@ def save_result(course: CourseDir, gb, student: str, assignment: str, result: Ou
 
 
 def _review_comment(gb, test: TestResult, assignment: str, student: str) -> None:
-    """A test flagged for review (``test.review``, :func:`grader.engine.execute.reviewed`) keeps its automatic
+    """A test flagged for review (``test.review``, :func:`grader.engine.grade.reviewed`) keeps its automatic
     score with ``needs_manual_grade``, as nbgrader flags a cell for formgrader; the finding becomes the automatic
     comment of the exercise's answer cell (``review_cell``), which formgrader shows under that cell."""
     from nbgrader.api import MissingEntry
@@ -118,7 +118,7 @@ def _copy_files(source: Path, target: Path) -> None:
     show (nbgrader's autograde copies the submission's; collect keeps only notebooks)."""
     import shutil
 
-    from ..engine.course import support_files_under
+    from ..engine.notebook.cells import support_files_under
 
     for name in support_files_under(source):
         (target / name).parent.mkdir(parents=True, exist_ok=True)

@@ -11,8 +11,8 @@ automatic score of a test cell, as in nbgrader (``Grade.score``). :func:`final_s
 from __future__ import annotations
 
 from ..authoring.coursedir import CourseDir
-from ..engine.result import TestResult
-from ..engine.statuses import AWAITING, UNDER_REVIEW
+from ..engine.verdict.result import TestResult
+from ..engine.verdict.statuses import AWAITING, UNDER_REVIEW
 
 __all__ = ["AWAITING", "UNDER_REVIEW", "manual_scores", "final_score", "score_so_far", "awaiting", "under_review",
            "score_key"]

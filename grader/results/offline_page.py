@@ -5,7 +5,7 @@ the TeX left in markdown: offline, a student reads raw ``$\\sum_i$``. :class:`Of
 is nbconvert's :class:`HTMLExporter` with two changes:
 
 - markdown is rendered with every formula already converted to MathML
-  (:func:`grader.engine.mathml.markdown_mathml`), which the browser draws itself; this covers the
+  (:func:`grader.engine.notebook.mathml.markdown_mathml`), which the browser draws itself; this covers the
   instructor's cells and the instructor's comments (student cells arrive here already rendered and
   cleaned by :class:`grader.results.feedback.SanitizeStudentHTML`, their formulas included);
 - the template's ``mathjax.html.j2`` is replaced by an empty macro: the page holds no ``<script>``
@@ -20,7 +20,7 @@ from jinja2 import DictLoader, pass_context
 from nbconvert.exporters import HTMLExporter
 from traitlets import default
 
-from ..engine.mathml import markdown_mathml
+from ..engine.notebook.mathml import markdown_mathml
 
 __all__ = ["OfflineFeedbackPage", "NO_MATHJAX"]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from ..authoring.coursedir import CourseDir
-from ..engine.result import TestResult
+from ..engine.verdict.result import TestResult
 from .manual import awaiting, manual_scores, under_review
 from .table import ATTENTION, attempted
 
@@ -106,7 +106,7 @@ def _docstring(source: str) -> str:
 
 def _tests_from_source(course: CourseDir, name: str) -> dict[str, str]:
     """grade_id -> the test cell's docstring, from the source notebook(s) (empty when there is none)."""
-    from ..engine import course as nbs
+    from ..engine.notebook import cells as nbs
 
     found = {}
     for path in course.source_files(name):  # every notebook of the assignment

@@ -98,7 +98,7 @@ def _exercise(assignment: str, notebook: str, grade_id: str) -> str:
 def _solution_cells(course: CourseDir, assignment: str) -> tuple[dict[str, str], dict[str, str]]:
     """(exercise -> the instructor's solution, exercise -> the released template) of each answer cell, of every
     notebook of the assignment (:func:`_exercise` names them)."""
-    from ..engine import course as nbs
+    from ..engine.notebook import cells as nbs
 
     def answers(path: Path, notebook: str) -> dict[str, str]:
         nb = nbs.read_notebook(path)
@@ -117,7 +117,7 @@ def _solution_cells(course: CourseDir, assignment: str) -> tuple[dict[str, str],
 
 def answers_of(course: CourseDir, assignment: str, solution_ids: list[str]) -> dict[str, dict[str, str]]:
     """exercise (answer cell grade_id, :func:`_exercise`) -> student -> that cell's source in the submitted notebook."""
-    from ..engine.merge import read_submission
+    from ..engine.notebook.merge import read_submission
 
     found: dict[str, dict[str, str]] = {gid: {} for gid in solution_ids}
     for student in course.students():

@@ -18,9 +18,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..authoring.coursedir import CourseDir
-from ..engine.statuses import LEFT_AS_RELEASED
-from ..engine.outputs import printable
-from ..engine.result import TestResult
+from ..engine.verdict.statuses import LEFT_AS_RELEASED
+from ..terminal import printable
+from ..engine.verdict.result import TestResult
 from .foreign import INSTRUCTOR_NOTE, foreign_notebooks
 from .gradebook import Outcome
 from .late import lateness, semester_of

@@ -9,7 +9,7 @@ only names them for the student.
 """
 from __future__ import annotations
 
-from ..engine.statuses import LEFT_AS_RELEASED
+from ..engine.verdict.statuses import LEFT_AS_RELEASED
 
 __all__ = ["PASSED", "WRONG", "OWN_ERROR", "NOT_ANSWERED", "NOT_IN_NOTEBOOK", "NOT_ANSWERED_REASON", "outcome_word"]
 

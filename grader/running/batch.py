@@ -17,11 +17,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from ..authoring.assembly import GraderError, release
+from ..errors import GraderError
+from ..authoring.assembly import release
 from ..authoring.coursedir import CourseDir
-from ..engine.cleanup import remove_orphans
-from ..engine.references import References
-from ..engine.seal import course_key
+from ..engine.isolation.cleanup import remove_orphans
+from ..engine.verdict.references import References
+from ..engine.verdict.seal import course_key
 from ..results.gradebook import Outcome, outcomes as _outcomes, save_or_report, sync_semester
 from ..results.late import semester_of
 from .jobs import (GradeJob, NotebooksJob, ReferenceJob, TrustedNotebook, failed_result, merged_results, run_grade_job,
@@ -85,7 +86,7 @@ def autograde(root: Path, *, assignments: list[str] | None = None, students: lis
     from nbgrader.api import Gradebook, MissingEntry
 
     from ..authoring.config import deduct_certain_findings, load_config, load_limits, nbgrader_api
-    from ..engine.sandbox import SandboxUnavailable, sandbox_status
+    from ..engine.isolation.sandbox import SandboxUnavailable, sandbox_status
 
     course = CourseDir(Path(root)).resolved()
     names = assignments or course.assignments()
@@ -241,7 +242,7 @@ class _Batch:
         return runner.submit(run_notebooks_job, NotebooksJob(jobs))
 
     def _finish(self, runner, gb, queue: GradingQueue, job: ReferenceRun | SubmissionRun, future, bar) -> None:
-        from ..engine.sandbox import SandboxUnavailable
+        from ..engine.isolation.sandbox import SandboxUnavailable
 
         if isinstance(job, ReferenceRun):
             try:

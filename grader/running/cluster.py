@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from ..authoring.assembly import GraderError
+from ..errors import GraderError
 
 __all__ = ["DaskRunner", "code_digest", "CONNECT_TIMEOUT_S"]
 

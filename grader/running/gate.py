@@ -26,7 +26,7 @@ For each source notebook:
     follow their own rules; (a) and (b) leave their points out and name them: "N points graded by hand".
 
 The trusted reference run (``REFERENCE_RUN``) also fails when a graded test cell that calls ``record()`` records no
-value. Grading runs through :mod:`grader.engine.execute`; the runs of all notebooks share one pool of ``workers``
+value. Grading runs through :mod:`grader.engine.grade`; the runs of all notebooks share one pool of ``workers``
 processes.
 
 An assert-only test cell (no ``record()``, stock nbgrader's kind: the engine scores it as nbgrader does: full marks
@@ -48,14 +48,15 @@ from pathlib import Path
 
 import nbformat
 
-from ..authoring.assembly import GraderError, build, release
+from ..errors import GraderError
+from ..authoring.assembly import build, release
 from ..authoring.graded_cells import graded_cell_problems, kernel_word_hint, who_decides
 from ..authoring.manual_cells import manual_cell_problems, manual_cell_warnings
-from ..engine import course as nbs
-from ..engine import variants
-from ..engine.result import Outcome, TestResult
-from ..engine.statuses import LEFT_AS_RELEASED
-from ..engine.shares import visible_apart
+from ..engine.notebook import cells as nbs
+from ..engine.notebook import variants
+from ..engine.verdict.result import Outcome, TestResult
+from ..engine.verdict.statuses import LEFT_AS_RELEASED
+from ..engine.notebook.shares import visible_apart
 from .jobs import GradeJob, ReferenceJob, TrustedNotebook, run_grade_job, run_reference_job
 from .runner import open_runner
 
@@ -251,12 +252,12 @@ def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe:
                     allow_asserts: bool = False) -> list[GateReport]:
     """Run the gate on every notebook; ``progress(msg)`` is called as checks finish.
 
-    (c) runs by default in one kernel per notebook (:func:`grader.engine.variants.stubbed_walkthrough`);
+    (c) runs by default in one kernel per notebook (:func:`grader.engine.notebook.variants.stubbed_walkthrough`);
     ``thorough`` runs one kernel per exercise instead, each on a copy cut after that exercise.
     Runs go to ``workers`` local processes, or to the Dask cluster at ``scheduler``.
     ``allow_asserts``: assert-only test cells pass (f) (their points rest on the kernel's word).
     """
-    from ..engine.sandbox import Limits
+    from ..engine.isolation.sandbox import Limits
 
     limits = limits or Limits()
     say = progress or (lambda msg: None)

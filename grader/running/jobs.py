@@ -2,7 +2,7 @@
 
 A job carries the trusted notebook's bytes and its support files, the submission's bytes, the
 reference values and the limits. The functions that run jobs write them into a fresh temporary
-folder, grade there with :mod:`grader.engine.execute`, and return plain data; so a job runs the same in a
+folder, grade there with :mod:`grader.engine.grade`, and return plain data; so a job runs the same in a
 local worker process and on another machine (:mod:`grader.running.runner`), and a worker never sees the
 gradebook, the course directory or other students' work.
 
@@ -21,11 +21,11 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..engine.cgroups import set_kernel_slots
-from ..engine.cleanup import scratch_folder
-from ..engine.course import safe_relative_name, support_files_under
-from ..engine.result import Outcome, TestResult
-from ..engine.sandbox import Limits
+from ..engine.isolation.cgroups import set_kernel_slots
+from ..engine.isolation.cleanup import scratch_folder
+from ..engine.notebook.cells import safe_relative_name, support_files_under
+from ..engine.verdict.result import Outcome, TestResult
+from ..engine.isolation.sandbox import Limits
 from .worker_memory import bound_worker, check_bounded
 
 __all__ = ["TrustedNotebook", "ReferenceJob", "GradeJob", "NotebooksJob", "run_reference_job", "run_grade_job",
@@ -45,7 +45,7 @@ class TrustedNotebook:
     @classmethod
     def from_source(cls, path: Path) -> "TrustedNotebook":
         """Read ``path`` and the files that ship with it, sub-folders included
-        (:func:`grader.engine.course.support_files_under`)."""
+        (:func:`grader.engine.notebook.cells.support_files_under`)."""
         path = Path(path)
         support = tuple((name, (path.parent / name).read_bytes()) for name in support_files_under(path.parent))
         return cls(path.name, path.read_bytes(), support)
@@ -74,16 +74,16 @@ class ReferenceJob:
 class GradeJob:
     assignment: TrustedNotebook
     submission: bytes | None   # None: nothing to grade (``missing`` says why)
-    references: dict           # grader.engine.references.References.to_dict()
+    references: dict           # grader.engine.verdict.references.References.to_dict()
     limits: Limits
     unsafe: bool
     missing: str = ""
-    deduct_certain: bool = False  # the course opted in to deduct certain findings (grader.engine.execute.reviewed)
+    deduct_certain: bool = False  # the course opted in to deduct certain findings (grader.engine.grade.reviewed)
 
 
 def run_reference_job(job: ReferenceJob) -> dict:
     """Run the trusted solution; return its reference values (``References.to_dict()``)."""
-    from ..engine.execute import run_reference
+    from ..engine.grade import run_reference
 
     check_bounded()
     with scratch_folder("reference") as scratch:
@@ -97,8 +97,8 @@ def run_grade_job(job: GradeJob) -> Outcome:
     ``notebooks``: {the notebook's name without ".ipynb": the graded notebook's text}."""
     import nbformat
 
-    from ..engine.execute import grade
-    from ..engine.references import References
+    from ..engine.grade import grade
+    from ..engine.verdict.references import References
 
     check_bounded()
     with scratch_folder("submission") as scratch:
@@ -152,7 +152,7 @@ def failed_result(assignment: TrustedNotebook, why: str) -> Outcome:
     "error"), ``why`` as its problem, the trusted notebook as the graded one."""
     import nbformat
 
-    from ..engine.course import cell_points, is_test, nbgrader_meta
+    from ..engine.notebook.cells import cell_points, is_test, nbgrader_meta
 
     nb = nbformat.reads(assignment.notebook.decode("utf-8"), as_version=4)
     tests = [TestResult(nbgrader_meta(c)["grade_id"], cell_points(c), 0.0, "error",
@@ -187,8 +187,8 @@ def die_with_parent(parent: int) -> None:
 def share_cores(workers: int) -> None:
     """Parallel kernels split the cores between them: left alone, each torch kernel would start one
     thread per core, and N kernels on N cores would fight over them. Kernels inherit these variables
-    (see grader.engine.sandbox); an instructor's own setting wins. Each kernel's cgroup gets a CPU quota of
-    its share of the cores (grader.engine.cgroups)."""
+    (see grader.engine.isolation.sandbox); an instructor's own setting wins. Each kernel's cgroup gets a CPU quota of
+    its share of the cores (grader.engine.isolation.cgroups)."""
     set_kernel_slots(workers)
     if workers > 1:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

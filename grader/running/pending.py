@@ -9,8 +9,8 @@ the gradebook). Nothing here runs or writes anything.
 from __future__ import annotations
 
 from ..authoring.coursedir import CourseDir
-from ..engine.references import References, sha256_of, sha256_of_all
-from ..engine.result import Outcome
+from ..engine.verdict.references import References, sha256_of, sha256_of_all
+from ..engine.verdict.result import Outcome
 
 __all__ = ["gradebook_scores", "in_gradebook", "pending_submissions", "reference_plan"]
 
@@ -67,7 +67,7 @@ def pending_submissions(course: CourseDir, names: list[str], students: list[str]
 def in_gradebook(marker: dict, scores: dict[tuple[str, str, str], float | None]) -> bool:
     """Whether the gradebook holds every test score the marker says was saved (a hand-graded
     answer's: no automatic score). marker: the marker's parsed JSON; a damaged one (not an
-    :class:`grader.engine.result.Outcome`) is not in the gradebook."""
+    :class:`grader.engine.verdict.result.Outcome`) is not in the gradebook."""
     try:
         saved = Outcome.from_json(marker)
         keys = [grade_key(saved.student, saved.assignment, t.notebook or saved.assignment, t.grade_id)

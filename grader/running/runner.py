@@ -14,7 +14,7 @@ import os
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
-from ..authoring.assembly import GraderError
+from ..errors import GraderError
 from .jobs import start_worker
 from .worker_memory import WORKER_MEMORY_MB
 

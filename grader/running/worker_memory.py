@@ -1,18 +1,18 @@
 """A memory bound for each local grading worker process, like the one each kernel has.
 
-A kernel's memory is bounded by its own control group (:mod:`grader.engine.cgroups`); the worker that
+A kernel's memory is bounded by its own control group (:mod:`grader.engine.isolation.cgroups`); the worker that
 drives it holds the submission, the kernel's messages (at most a few of at most 65 MB each), the
 graded notebook and the sanitised outputs, and starts the child that reads the answers
-(:mod:`grader.engine.answer_bounds`, 1 GiB of address space). Each worker bounds itself first thing,
+(:mod:`grader.engine.reading.bounds`, 1 GiB of address space). Each worker bounds itself first thing,
 with the same rules as kernels:
 
-- where :func:`grader.engine.cgroups.cgroup_support` says groups can be made, the worker makes a group
+- where :func:`grader.engine.isolation.cgroups.cgroup_support` says groups can be made, the worker makes a group
   of its own (``course-grader-<pid>-worker``, memory only, beside the kernels' groups) and moves into
   it; past :data:`WORKER_MEMORY_MB` the out-of-memory killer ends the worker (and the reading child
   with it), which the batch sees as a lost worker (:meth:`grader.running.runner.LocalRunner.lost`): its
   jobs are graded again alone, and a job whose worker dies again fails alone, with the reason;
 - where groups are supported but this one cannot be made or joined, the worker refuses every job it
-  is given (:class:`grader.engine.sandbox.SandboxUnavailable`: the submission stays pending, with the
+  is given (:class:`grader.engine.isolation.sandbox.SandboxUnavailable`: the submission stays pending, with the
   reason) instead of grading without its bound, as a kernel whose group fails is not started;
 - where groups are not supported, the worker sets its own soft ``RLIMIT_DATA`` (heap and private
   mappings) to the same bound: past it an allocation raises ``MemoryError``, and only that submission
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import resource
 
-from ..engine.cgroups import KernelGroup, cgroup_support
+from ..engine.isolation.cgroups import KernelGroup, cgroup_support
 
 __all__ = ["WORKER_MEMORY_MB", "bound_worker", "bound_by_rlimit", "check_bounded"]
 
@@ -65,8 +65,8 @@ def bound_by_rlimit(memory_mb: int) -> None:
 
 
 def check_bounded() -> None:
-    """Raise :class:`grader.engine.sandbox.SandboxUnavailable` when this worker could not be bounded."""
+    """Raise :class:`grader.engine.isolation.sandbox.SandboxUnavailable` when this worker could not be bounded."""
     if _refusal[0]:
-        from ..engine.sandbox import SandboxUnavailable
+        from ..engine.isolation.sandbox import SandboxUnavailable
 
         raise SandboxUnavailable(_refusal[0])

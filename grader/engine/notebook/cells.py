@@ -109,7 +109,7 @@ _RECORD_CALL = re.compile(r"\brecord\s*\(")
 
 def asserts_only(cell: NotebookNode) -> bool:
     """A graded test cell that calls no ``record()`` (stock nbgrader's kind: it asserts, and nbgrader
-    scores it full marks when it runs without an error, or the number its last line shows: grader.engine.output_score). Its verdict rests on the kernel's own word:
+    scores it full marks when it runs without an error, or the number its last line shows: grader.engine.verdict.output_score). Its verdict rests on the kernel's own word:
     a student's code runs in the same kernel and can make the asserts pass (THREAT_MODEL.md)."""
     return is_test(cell) and not _RECORD_CALL.search(cell.get("source", ""))
 
@@ -349,7 +349,7 @@ def structure_problems(nb: NotebookNode, header_required: bool = True) -> list[s
     ``Total points: N`` and a point for every test are this course's conventions: without ``header_required``
     (a course brought in from nbgrader) a notebook may leave the header out and have 0-point tests (a check
     the student runs for nothing, as nbgrader allows), but a header it has must add up; and an assert-only test
-    may end in its score, which both graders read as nbgrader does (grader.engine.output_score)."""
+    may end in its score, which both graders read as nbgrader does (grader.engine.verdict.output_score)."""
     problems = []
     seen: dict[str, int] = {}
     for index, cell in enumerate(nb.cells):

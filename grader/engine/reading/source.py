@@ -5,12 +5,12 @@ check inside the student's kernel (a profile hook, a tracer, a patched function)
 the very code it watches. This module is the reading half: it turns the cells of a merged notebook
 into top-level statements, knows which names each statement binds and which global names it uses,
 and follows those names from an exercise's answer cells to every statement the answer can reach.
-:mod:`grader.engine.answer_rules` judges what it finds.
+:mod:`grader.engine.reading.rules` judges what it finds.
 
 Cells are read the way IPython would run them (``TransformerManager``: magics become calls), so the
 text judged is the text that runs. A cell that does not parse runs nothing and binds nothing. Student
-cells over the caps of :mod:`grader.engine.answer_limits` never get here, and the grading worker runs the
-reading in a child process with a time and a memory limit (:mod:`grader.engine.answer_bounds`).
+cells over the caps of :mod:`grader.engine.reading.limits` never get here, and the grading worker runs the
+reading in a child process with a time and a memory limit (:mod:`grader.engine.reading.bounds`).
 """
 from __future__ import annotations
 

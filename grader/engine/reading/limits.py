@@ -1,6 +1,6 @@
 """How much of a student's source the grader agrees to read: caps checked on the raw text, before parsing.
 
-Reading an answer (:mod:`grader.engine.answer_source`) parses it in the grader's own process, and the
+Reading an answer (:mod:`grader.engine.reading.source`) parses it in the grader's own process, and the
 cost of parsing is not linear: IPython rewrites a cell once per escaped line (``!ls``, ``%time``), so 400
 of them in one cell took minutes; a function nested 98 deep around a 1.8 MB literal is unparsed and
 re-parsed once per nesting level; a 500-deep ``- - - 1`` exhausts Python's recursion. These caps are
@@ -10,7 +10,7 @@ is not parsed: the tests after it are flagged for a person (a finding), never ze
 The caps sit about five times above the largest code cell of the course's own notebooks (4,400
 characters, 93 lines, 19 escaped lines, brackets 7 deep) so that no honest answer reaches them. What
 still escapes them (a long operator chain across bracketed lines) is bounded by the time and memory
-limits of the process that reads (:mod:`grader.engine.answer_bounds`).
+limits of the process that reads (:mod:`grader.engine.reading.bounds`).
 """
 from __future__ import annotations
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import nbformat
 from nbformat.v4.nbbase import random_cell_id
 
-from .course import CODE_STUB, SOLUTION_BEGIN, TEXT_STUB, is_task, is_test, nbgrader_meta, stub_source, without_hidden
-from .outputs import clean_text
+from .cells import CODE_STUB, SOLUTION_BEGIN, TEXT_STUB, is_task, is_test, nbgrader_meta, stub_source, without_hidden
+from .allowlist import clean_text
 
 def stub(source: str, cell_type: str = "code") -> str:
     """The released text of a solution cell: each solution region stubbed; a cell without regions
@@ -230,7 +230,7 @@ def _assemble(source, cells, answers, anchor, problems) -> Merged:
 
 def store_written_answers(merged: Merged) -> None:
     """Each markdown cell of the student's (a written answer, an answer to a task) as it may be kept in
-    the autograded notebook: rendered and cleaned (:func:`grader.engine.allowlist.markdown_cell`), since
+    the autograded notebook: rendered and cleaned (:func:`grader.engine.notebook.allowlist.markdown_cell`), since
     formgrader renders a notebook's markdown without cleaning it, in the instructor's Jupyter. The raw
     answer stays in ``submitted/``. Done after grading: the grader judges the student's own text."""
     from .allowlist import markdown_cell

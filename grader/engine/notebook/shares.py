@@ -43,7 +43,7 @@ def earned(expected: dict, problems: dict[str, str], recorded: set[str], stopped
     """(points earned, the keys that earned them) for a cell with shares.
 
     expected: reference key -> {"points": share, ...}, in the reference run's order.
-    problems: key -> why it does not match ("" when it does; :mod:`grader.engine.verdicts` decides).
+    problems: key -> why it does not match ("" when it does; :mod:`grader.engine.verdict.compare` decides).
     recorded: the keys the run recorded at least once.
     stopped: the hidden part did not run to its end: keys after the first one not recorded at all
     earn nothing (see the module docstring)."""
@@ -109,7 +109,7 @@ def visible_apart(cell) -> list:
 
     import nbformat
 
-    from .course import HIDDEN_BEGIN, HIDDEN_END, is_test, split_hidden, without_hidden
+    from .cells import HIDDEN_BEGIN, HIDDEN_END, is_test, split_hidden, without_hidden
 
     pieces = split_hidden(cell.get("source", "")) if is_test(cell) else []
     if not any(share is not None for code, hidden in pieces if hidden for _, share in declared_shares(code)):

@@ -11,7 +11,7 @@ import copy
 import nbformat
 from nbformat import NotebookNode
 
-from .course import (HIDDEN_BEGIN, HIDDEN_END, SOLUTION_BEGIN, SOLUTION_END, exercises, is_manual, is_solution,
+from .cells import (HIDDEN_BEGIN, HIDDEN_END, SOLUTION_BEGIN, SOLUTION_END, exercises, is_manual, is_solution,
                      is_test, nbgrader_meta, stub)
 
 __all__ = ["truncate", "solution_lines", "hidden_test_lines", "STUBBED_PREFIX", "stubbed_walkthrough"]
@@ -67,7 +67,7 @@ def stubbed_walkthrough(nb: NotebookNode) -> NotebookNode:
     the real solutions and without the tests, so later exercises start from the state the
     solutions leave. Cells after the last exercise and hand-graded answers are dropped. Each
     renamed test must fail; one whose keys carry shares runs its hidden part even when its visible
-    part fails on the stub (:func:`grader.engine.shares.visible_apart`), so that each key must fail
+    part fails on the stub (:func:`grader.engine.notebook.shares.visible_apart`), so that each key must fail
     there on its own.
     """
     from .shares import visible_apart

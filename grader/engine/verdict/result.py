@@ -69,7 +69,7 @@ _OPTIONAL = [f.name for f in fields(TestResult)][5:]
 
 @dataclass
 class NotebookResult:
-    """What grading one notebook gives the engine's caller (grader.engine.execute.grade)."""
+    """What grading one notebook gives the engine's caller (grader.engine.grade.grade)."""
 
     tests: dict[str, TestResult]  # by grade_id, in notebook order
     notebook: nbformat.NotebookNode  # executed merged notebook, record outputs removed

@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import re
 
-from .course import split_hidden
+from .cells import split_hidden
 
 __all__ = ["raised_in_answer", "visible_message"]
 

@@ -2,7 +2,7 @@
 
 "Do not call torch.cdist", "no Python loop", "do not call d2lite's version" were once checked inside
 the student's kernel by hooks that the checked code could remove. Here the grader reads the text
-instead (:mod:`grader.engine.answer_source`), so no code of the student's runs while it decides.
+instead (:mod:`grader.engine.reading.source`), so no code of the student's runs while it decides.
 
 A graded test cell declares its exercise's rules in its hidden part, read here and never executed
 for a verdict::
@@ -13,7 +13,7 @@ for a verdict::
 What is read (:func:`answer_reading`): the statements the test cell's names reach, starting with the
 answer cells' definitions and followed through every cell that binds a name they read (the
 instructor's included); and every student statement that changes shared state or cannot be resolved
-(:mod:`grader.engine.answer_scope`). Exploration that only reads is not read for rules. Over the
+(:mod:`grader.engine.reading.scope`). Exploration that only reads is not read for rules. Over the
 reached statements:
 
 - ``avoid``: no attribute or imported name containing one of these words (case and underscores
@@ -31,20 +31,20 @@ reached statements:
 - ``no_host_sync_in_loops``: no ``.item()``, ``.tolist()``, ``.numpy()``, ``.cpu()``, ``float()``,
   ``int()``, ``bool()``, ``print()`` inside a loop of the reached student code;
 - code that decides at run time what it calls: in any student cell, what
-  :func:`grader.engine.answer_scope.unresolvable` lists (``eval``, ``exec``, ``get_ipython``, ...);
+  :func:`grader.engine.reading.scope.unresolvable` lists (``eval``, ``exec``, ``get_ipython``, ...);
   in the reached code also ``getattr`` with a name that is not a literal, ``sys``, ``inspect``,
   ``types`` and private attributes other than the answer's own (``self._modules``) and plain dunders.
 
-Each construct is found in a statement by :mod:`grader.engine.answer_constructs`; this module decides
+Each construct is found in a statement by :mod:`grader.engine.reading.constructs`; this module decides
 which statements are read, under which rules, and says what was found.
 
-Reading is bounded: a student cell over the caps of :mod:`grader.engine.answer_limits` is not parsed,
+Reading is bounded: a student cell over the caps of :mod:`grader.engine.reading.limits` is not parsed,
 a ``RecursionError`` or parser error while reading is a finding, and the grading worker reads in a
-child process with a time and a memory limit (:mod:`grader.engine.answer_bounds`); each of these flags
+child process with a time and a memory limit (:mod:`grader.engine.reading.bounds`); each of these flags
 the tests it concerns with a finding that says so.
 
 A finding is evidence for a person, not a verdict: the test keeps the points its behaviour earned and
-is flagged for review (:func:`grader.engine.execute.reviewed`). Only the findings of
+is flagged for review (:func:`grader.engine.grade.reviewed`). Only the findings of
 :attr:`Reading.certain` (a direct call of an avoided function in the exercise's own answer cells) may
 cost the points, and only in a course that opted in.
 """
@@ -54,12 +54,12 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from .answer_constructs import (DYNAMIC_MODULES, DYNAMIC_NAMES, attributes, dynamic_code, host_syncs_in_loops,
+from .constructs import (DYNAMIC_MODULES, DYNAMIC_NAMES, attributes, dynamic_code, host_syncs_in_loops,
                                 imported_modules, loops, modules_named, non_integer_powers)
-from .answer_copies import d2lite_copies
-from .answer_limits import cells_over_caps
-from .answer_scope import own_names, shared_state, unresolvable
-from .answer_source import Statement, cell_statements, reachable
+from .copies import d2lite_copies
+from .limits import cells_over_caps
+from .scope import own_names, shared_state, unresolvable
+from .source import Statement, cell_statements, reachable
 
 __all__ = ["Rules", "Reading", "declared_rules", "rule_problems", "answer_reading", "answer_problems",
            "test_cell_readings", "exercises", "test_cell_problems", "source_reason", "review_note", "REVIEW_REASON", "REVIEW_PREFIX",
@@ -185,19 +185,19 @@ def answer_reading(cells: list[tuple[str, str]], answer_cells: list[int], test_c
 
     Read: the statements the test's names reach (through the instructor's cells too), starting with the
     answer cells' definitions; and every student statement that changes shared state or cannot be
-    resolved (:mod:`grader.engine.answer_scope`). A student cell that cannot be parsed is a finding.
+    resolved (:mod:`grader.engine.reading.scope`). A student cell that cannot be parsed is a finding.
 
     parsed: cell index -> its statements, filled as cells are read; shared by the readings of one notebook's
     tests (:func:`test_cell_readings`) so that each cell is parsed once (nothing here changes a statement).
     unread: cell index -> finding, for the student cells over the reading caps (default: computed here by
-    :func:`grader.engine.answer_limits.cells_over_caps`); they are not parsed, and the finding is reported."""
+    :func:`grader.engine.reading.limits.cells_over_caps`); they are not parsed, and the finding is reported."""
     unread = cells_over_caps(cells[:test_cell]) if unread is None else unread
     statements: list[Statement] = []
     problems: list[str] = []
     for index, (role, source) in enumerate(cells[:test_cell]):
         if role in ("answer", "added", "trusted"):
             parsed = {} if parsed is None else parsed
-            if index in unread:  # over a cap: not parsed (:mod:`grader.engine.answer_limits`)
+            if index in unread:  # over a cap: not parsed (:mod:`grader.engine.reading.limits`)
                 problems.append(unread[index])
                 continue
             if index not in parsed:
@@ -277,9 +277,9 @@ UNREADABLE = "code the grader cannot read: source that made its reader fail ({er
 def test_cell_readings(cells: list[tuple[str, str]]) -> dict[int, tuple[list[int], Reading]]:
     """For every test cell of a notebook given as (role, source) pairs (roles as in :func:`answer_reading`,
     "markdown" for the rest): its exercise's answer cells (:func:`exercises`) and what the grader read in
-    them. Student cells over the caps of :mod:`grader.engine.answer_limits` are not parsed; a reading that
+    them. Student cells over the caps of :mod:`grader.engine.reading.limits` are not parsed; a reading that
     fails all the same (``RecursionError`` in a rule, a parser's error) is a finding for that test, never
-    an error of the grading. Time and memory are bounded by the caller (:mod:`grader.engine.answer_bounds`)."""
+    an error of the grading. Time and memory are bounded by the caller (:mod:`grader.engine.reading.bounds`)."""
     found, parsed, unread = {}, {}, cells_over_caps(cells)
     for index, answers in exercises(cells).items():
         try:

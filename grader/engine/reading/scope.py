@@ -1,6 +1,6 @@
 """Which of a student's statements the reading of an answer counts, and what in them a person must see.
 
-An answer depends on the code its tested names reach (:func:`grader.engine.answer_source.reachable`)
+An answer depends on the code its tested names reach (:func:`grader.engine.reading.source.reachable`)
 and on every student statement that changes state other code shares. Everything else, exploration
 that prints ``sys.version``, times a function with ``%timeit`` or defines a helper class with
 ``self._calls``, is not read for rules: it cannot change what the test observes.
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import ast
 
-from .answer_source import Statement
+from .source import Statement
 
 __all__ = ["UNRESOLVABLE_NAMES", "UNRESOLVABLE_MODULES", "OPENING_DUNDERS", "own_names", "shared_state",
            "unresolvable"]

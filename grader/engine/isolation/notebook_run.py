@@ -18,7 +18,7 @@ from pathlib import Path
 
 import nbformat
 
-from .course import split_hidden
+from ..notebook.cells import split_hidden
 from .kernel import MAX_RECORD_BYTES, CellRun, Kernel
 from .sandbox import Limits
 
@@ -45,7 +45,7 @@ def _last_statement(parts: list[tuple[str, bool]]) -> int:
 
 def _run_test_cell(kernel: Kernel, source: str, timeout: float, hidden_started: bool) -> CellRun:
     """One test cell, part by part, within ``timeout`` seconds for the whole cell. Only the part holding the
-    cell's last statement keeps its result (``Out``): nbgrader scores a cell by it (grader.engine.output_score)."""
+    cell's last statement keeps its result (``Out``): nbgrader scores a cell by it (grader.engine.verdict.output_score)."""
     deadline = time.monotonic() + timeout
     total = CellRun("ok", tainted=hidden_started)
     parts = split_hidden(source)
@@ -68,8 +68,8 @@ def run_notebook(nb, roles: list, workdir: Path, limits: Limits, *, sandboxed: b
                  record: bool, support: tuple[Path, ...] = ()) -> tuple[dict[int, CellRun], list[str]]:
     """Run every code cell of ``nb`` in order in one kernel; outputs go into ``nb``.
 
-    roles: one :class:`grader.engine.merge.Role` per cell (``kind`` "test" cells run in parts).
-    workdir: a scratch folder; the kernel works in a fresh folder inside it (grader.engine.kernel).
+    roles: one :class:`grader.engine.notebook.merge.Role` per cell (``kind`` "test" cells run in parts).
+    workdir: a scratch folder; the kernel works in a fresh folder inside it (grader.engine.isolation.kernel).
     support: files each kernel finds in its working folder.
     Returns (cell index -> what happened, problems for the instructor). Records are kept for test
     cells only, up to MAX_NOTEBOOK_RECORD_BYTES in all; past that a test's records become [None]."""

@@ -5,40 +5,22 @@ lone surrogates or invalid UTF-8, fields of the wrong type, NaN, JSON nested hun
 names that are escape sequences, HTML with scripts, image metadata that breaks out of an ``<img>``
 tag. Nothing of a message is kept as it came. :func:`output` builds a fresh nbformat output from
 the fields it checked (or None): strings cleaned of lone surrogates, then only what
-:mod:`grader.engine.allowlist` allows (known MIME types, cleaned HTML, numeric image sizes), so that
+:mod:`grader.engine.notebook.allowlist` allows (known MIME types, cleaned HTML, numeric image sizes), so that
 saving the notebook (``nbformat.writes``, then UTF-8, then strict JSON readers) never fails and
 no page made from it (feedback, formgrader) runs the student's markup; :class:`OutputSink` keeps
-a cell's outputs within a byte cap; :func:`printable` makes text from a submission safe to print on
-the instructor's terminal.
+a cell's outputs within a byte cap.
 """
 from __future__ import annotations
 
 import json
-import re
 
 import nbformat
 
-from .allowlist import safe_output
+from ..notebook.allowlist import clean_text, safe_output
 
-__all__ = ["OutputSink", "output", "printable", "clean_text"]
+__all__ = ["OutputSink", "output"]
 
 STREAMS = ("stdout", "stderr")
-SURROGATE = re.compile("[\ud800-\udfff]")
-# C0 and C1 controls (escape sequences, new lines), bidirectional overrides, lone surrogates
-CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
-def clean_text(value) -> str | None:
-    """``value`` with its lone surrogates replaced by U+FFFD; None when it is not a str."""
-    return SURROGATE.sub("\ufffd", value) if isinstance(value, str) else None
-
-
-def printable(value) -> str:
-    """``str(value)`` for one line of a terminal: controls, bidi overrides and lone surrogates are
-    written as escapes (``\\x1b``, ``\\u202e``), so a student's text cannot move the cursor,
-    retitle the window or clear the screen."""
-    return CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}",
-                       str(value))
 
 
 def _data(data) -> dict:

@@ -12,7 +12,7 @@ import ast
 import functools
 from pathlib import Path
 
-from .answer_source import Statement
+from .source import Statement
 
 __all__ = ["d2lite_copies", "use_d2lite_forms", "COPY_MIN_NODES"]
 
@@ -64,7 +64,7 @@ _FORMS: list[tuple[tuple[str, str], ...]] = []  # computed once per process, or 
 
 def use_d2lite_forms(forms) -> None:
     """Take d2lite's canonical forms as already computed (by the grading worker, for the child that reads:
-    :mod:`grader.engine.answer_bounds`), instead of computing them again (about 1 s)."""
+    :mod:`grader.engine.reading.bounds`), instead of computing them again (about 1 s)."""
     _FORMS[:] = [tuple(tuple(pair) for pair in forms)]
 
 

@@ -1,7 +1,7 @@
 """The reference values file: what the trusted solution recorded in each graded test cell.
 
 ``references/<assignment>.json`` in the course directory, written after the trusted run of the
-source notebook (:func:`grader.engine.execute.run_reference`) and read for every submission::
+source notebook (:func:`grader.engine.grade.run_reference`) and read for every submission::
 
     {"format": 1, "source_sha256": "...", "seconds": 28.4,
      "cells": {"test_scale": {"x2": {"value": <grader.values wire form>, "rtol": 0.0, "atol": 0.0}}}}
@@ -54,7 +54,7 @@ class References:
                    float(seconds) if isinstance(seconds, (int, float)) else 0.0)
 
     def save(self, path: Path, key: bytes | None = None) -> None:
-        """Write the file; with the course's ``key`` (grader.engine.seal) it carries a seal."""
+        """Write the file; with the course's ``key`` (grader.engine.verdict.seal) it carries a seal."""
         data = self.to_dict()
         if key is not None:
             data["seal"] = seal(key, self.to_dict())

@@ -1,9 +1,9 @@
 """Read a notebook's answers in a child process with a wall-clock and a memory limit.
 
-The caps of :mod:`grader.engine.answer_limits` keep what is parsed small, but not every cost of reading
+The caps of :mod:`grader.engine.reading.limits` keep what is parsed small, but not every cost of reading
 is linear in it (a function nested 38 deep around a 17 KB literal, under every cap, took 11 s to read;
 ten such cells, 35 s). So the grading worker does not read in its own process: it hands the cells to
-``python -m grader.engine.answer_bounds``, which reads them under ``RLIMIT_AS`` and is killed past
+``python -m grader.engine.reading.bounds``, which reads them under ``RLIMIT_AS`` and is killed past
 :data:`READ_TIMEOUT_S`. A reading that runs out of time or memory, or whose process dies, flags every
 graded test of the notebook for a person (a finding: the test keeps the points its behaviour earned);
 the grading goes on. The child costs a fresh interpreter per notebook: 01_tensors read in 0.45 s of CPU
@@ -19,8 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .answer_copies import _d2lite_functions, use_d2lite_forms
-from .answer_rules import Reading, exercises, test_cell_readings
+from .copies import _d2lite_functions, use_d2lite_forms
+from .rules import Reading, exercises, test_cell_readings
 
 __all__ = ["bounded_readings", "READ_TIMEOUT_S", "READ_MEMORY_MB", "OVER_LIMITS"]
 
@@ -37,12 +37,12 @@ def _flag_all(cells: list[tuple[str, str]], what: str) -> dict[int, tuple[list[i
 
 def bounded_readings(cells: list[tuple[str, str]], timeout_s: float = READ_TIMEOUT_S,
                      memory_mb: int = READ_MEMORY_MB) -> dict[int, tuple[list[int], Reading]]:
-    """:func:`grader.engine.answer_rules.test_cell_readings` of ``cells`` ((role, source) of every cell),
+    """:func:`grader.engine.reading.rules.test_cell_readings` of ``cells`` ((role, source) of every cell),
     read in a child process that may use ``memory_mb`` of address space and ``timeout_s`` seconds.
     Never raises for what the student wrote: over a limit, every test gets a finding instead."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     try:
-        done = subprocess.run([sys.executable, "-m", "grader.engine.answer_bounds", str(memory_mb)],
+        done = subprocess.run([sys.executable, "-m", "grader.engine.reading.bounds", str(memory_mb)],
                               input=json.dumps([cells, _d2lite_functions()]), capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:
         return _flag_all(cells, f"took longer than {timeout_s:g} s to read")

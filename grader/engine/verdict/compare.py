@@ -11,7 +11,7 @@ Reasons are written here, from trusted words only: the description the *referenc
 key, what differs (type, dtype, shape, the number of items, values: never the student's shape, length,
 counts, or how often a key was recorded), the name of a built-in exception, and
 for a failed visible check its message as the released test cell writes it (the kernel's text
-only chooses it: :mod:`grader.engine.failures`). Text that came from the student's kernel
+only chooses it: :mod:`grader.engine.notebook.failures`). Text that came from the student's kernel
 (exception messages, printed output, dict keys, the contents of a malformed record) never goes
 into a reason: after a hidden test has run, it could quote hidden code.
 """
@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from ..values import decode, tensor_device
+from ...values import decode, tensor_device
 
 __all__ = ["Expected", "collect", "compare", "check_records", "failing_keys", "key_problems", "exception_name",
            "test_reason"]
@@ -102,9 +102,9 @@ def test_reason(status: str, part: str, error: str, mismatch: str = "", *, own: 
     ``error`` the kernel's "Name: message"), "timeout", "crashed", "not run"; ``error`` for the last
     two is the grader's own account of what stopped the kernel.
     own: for an error, whether the student's answer code raised it (True) or the test's own code, a
-    check (False); None: unknown (:func:`grader.engine.failures.raised_in_answer`).
+    check (False); None: unknown (:func:`grader.engine.notebook.failures.raised_in_answer`).
     message: a failed visible check's message as the released test cell writes it, and whether it is
-    an f-string's text (:func:`grader.engine.failures.visible_message`); ("", False): none to show."""
+    an f-string's text (:func:`grader.engine.notebook.failures.visible_message`); ("", False): none to show."""
     name = exception_name(error)
     if status == "passed":
         return "All checks passed."

@@ -20,7 +20,7 @@ MIME type         kept as
                   and take nh3 3 s); a note says so
 ``text/markdown`` rendered to HTML, then cleaned as ``text/html`` (a ``[x](javascript:...)`` only
                   becomes a link, which the cleaner removes, once rendered); its formulas as
-                  MathML rebuilt from :mod:`grader.engine.mathml`'s allowlist
+                  MathML rebuilt from :mod:`grader.engine.notebook.mathml`'s allowlist
 ``text/latex``    plain text (``text/plain``), shown in ``<pre>``, which MathJax does not typeset
                   (cleaned HTML is wrapped in ``tex2jax_ignore`` for the same reason: formgrader's
                   view of the autograded notebook still runs MathJax; feedback pages do not)
@@ -46,7 +46,7 @@ import secrets
 
 import nbformat
 
-__all__ = ["ALLOWED_MIME", "SAFE_TAGS", "MAX_HTML_CHARS", "MAX_HTML_DEPTH", "MAX_MARKDOWN_CHARS", "clean_html", "markdown_html",
+__all__ = ["clean_text", "ALLOWED_MIME", "SAFE_TAGS", "MAX_HTML_CHARS", "MAX_HTML_DEPTH", "MAX_MARKDOWN_CHARS", "clean_html", "markdown_html",
            "markdown_cell", "html_depth", "safe_size", "safe_image", "safe_bundle", "safe_metadata", "safe_output"]
 
 ALLOWED_MIME = ("text/plain", "image/png", "image/jpeg", "text/html", "text/markdown", "text/latex")
@@ -75,6 +75,12 @@ _BLOCK = '<div class="tex2jax_ignore">'  # what cleaned HTML opens with
 _MATH_ELEMENT = re.compile(r"<math[\s>].*?</math>", re.DOTALL)  # MathML as tex_mathml writes it (never nested)
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 _OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error")
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(value) -> str | None:
+    """``value`` with its lone surrogates replaced by U+FFFD; None when it is not a str."""
+    return SURROGATE.sub("\ufffd", value) if isinstance(value, str) else None
 
 
 def html_depth(html: str, limit: int = MAX_HTML_DEPTH) -> int:
@@ -113,7 +119,7 @@ def clean_html(html: str) -> str:
 
 def markdown_html(text: str) -> str:
     """Markdown rendered (nbconvert's renderer, as the page would), then cleaned; its formulas as
-    MathML rebuilt from :mod:`grader.engine.mathml`'s allowlist. A stored answer (:func:`markdown_cell`'s
+    MathML rebuilt from :mod:`grader.engine.notebook.mathml`'s allowlist. A stored answer (:func:`markdown_cell`'s
     one-line form) is cleaned again as it is, its MathML rebuilt again, not rendered a second time.
 
     The cleaner would escape MathML, so each formula is first a placeholder holding a random

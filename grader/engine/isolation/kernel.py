@@ -4,14 +4,14 @@ The grader talks to the kernel over ZMQ ``ipc`` sockets in a private folder, so 
 kernel needs no network. Each cell gets a wall-clock deadline; on a timeout the kernel is
 interrupted and, if it does not answer, killed. Outputs are capped by bytes. Record outputs
 (``grader.record``) are taken out of the cell's outputs and returned separately, as JSON text:
-deciding what they mean is the job of :mod:`grader.engine.verdicts`. Every other output is rebuilt from
-checked fields (:mod:`grader.engine.outputs`): a kernel may send anything.
+deciding what they mean is the job of :mod:`grader.engine.verdict.compare`. Every other output is rebuilt from
+checked fields (:mod:`grader.engine.isolation.outputs`): a kernel may send anything.
 
 Each kernel start (restarts too) gets a fresh working folder and socket folder made by the grader,
 which writes only new files there and never opens what an earlier kernel could have written, and
-removes them when the kernel stops (:mod:`grader.engine.cleanup`). Sandboxed kernels get a control group
-each (:mod:`grader.engine.cgroups`): memory, CPU and processes of the kernel and its children together.
-Messages are counted in bytes before they are parsed (:mod:`grader.engine.messages`); a kernel that
+removes them when the kernel stops (:mod:`grader.engine.isolation.cleanup`). Sandboxed kernels get a control group
+each (:mod:`grader.engine.isolation.cgroups`): memory, CPU and processes of the kernel and its children together.
+Messages are counted in bytes before they are parsed (:mod:`grader.engine.isolation.messages`); a kernel that
 overspends its budget, or its memory, is stopped.
 """
 from __future__ import annotations
@@ -28,10 +28,10 @@ from jupyter_client import KernelManager
 
 from d2lite import unattended
 
-from ..record import MIME_TYPE
+from ...record import MIME_TYPE
 from .cgroups import KernelGroup, kernel_cores
 from .cleanup import owned_folder, remove_tree
-from .course import safe_relative_name
+from ..notebook.cells import safe_relative_name
 from .messages import MAX_MESSAGE_BYTES, BudgetSpent, MessageBudget, receive, socket_options
 from .outputs import OutputSink, output
 from .sandbox import Limits, copy_new, hand_over, kernel_command, kernel_env, new_folder, seed_font_list
@@ -87,7 +87,7 @@ class Kernel:
     scratch: a folder of the grader's, never given to a kernel: each start makes the kernel's
         working folder in it (``kernel-1``, then ``kernel-2`` after a restart, ...).
     support: (relative name, path) of each file copied into each new working folder, at that
-        name (the assignment's support files, :func:`grader.engine.course.support_files_under`)."""
+        name (the assignment's support files, :func:`grader.engine.notebook.cells.support_files_under`)."""
 
     def __init__(self, scratch: Path, limits: Limits, *, sandboxed: bool, record: bool = True,
                  support: tuple[tuple[str, Path], ...] = ()):

@@ -6,8 +6,8 @@
     result.tests["dist_test"].status, result.score, result.notebook
 
 The graded notebook is the trusted source with the student's answer cells merged in
-(:mod:`grader.engine.merge`). It runs in a sandboxed kernel (:mod:`grader.engine.sandbox`, :mod:`grader.engine.kernel`);
-each graded test cell reports values with ``grader.record.record``, and :mod:`grader.engine.verdicts`
+(:mod:`grader.engine.notebook.merge`). It runs in a sandboxed kernel (:mod:`grader.engine.isolation.sandbox`, :mod:`grader.engine.isolation.kernel`);
+each graded test cell reports values with ``grader.record.record``, and :mod:`grader.engine.verdict.compare`
 compares them with what the same cell recorded in the reference run, here in the grader.
 """
 from __future__ import annotations
@@ -18,21 +18,21 @@ from pathlib import Path
 
 import nbformat
 
-from .answer_bounds import bounded_readings
-from .answer_rules import REVIEW_REASON, Reading, review_note, source_reason
-from .course import (asserts_only, cell_points, is_manual, is_task, is_test, nbgrader_meta, released_answer,
+from .reading.bounds import bounded_readings
+from .reading.rules import REVIEW_REASON, Reading, review_note, source_reason
+from .notebook.cells import (asserts_only, cell_points, is_manual, is_task, is_test, nbgrader_meta, released_answer,
                      support_files_under)
-from .failures import raised_in_answer, visible_message
-from .kernel import CellRun
-from .merge import Merged, Role, merge, plain_text, read_submission, store_written_answers
-from .notebook_run import RECORD_LIMITS, run_notebook, scrub_tainted
-from .output_score import output_points, result_text, too_high
-from .references import References, sha256_of
-from .result import NotebookResult, TestResult, verdict_line
-from .sandbox import Limits, SandboxUnavailable, sandbox_status
-from .shares import TOLERANCE, earned, has_shares
-from .statuses import AWAITING, LEFT_AS_RELEASED, UNDER_REVIEW
-from .verdicts import check_records, collect, failing_keys, key_problems, test_reason
+from .notebook.failures import raised_in_answer, visible_message
+from .isolation.kernel import CellRun
+from .notebook.merge import Merged, Role, merge, plain_text, read_submission, store_written_answers
+from .isolation.notebook_run import RECORD_LIMITS, run_notebook, scrub_tainted
+from .verdict.output_score import output_points, result_text, too_high
+from .verdict.references import References, sha256_of
+from .verdict.result import NotebookResult, TestResult, verdict_line
+from .isolation.sandbox import Limits, SandboxUnavailable, sandbox_status
+from .notebook.shares import TOLERANCE, earned, has_shares
+from .verdict.statuses import AWAITING, LEFT_AS_RELEASED, UNDER_REVIEW
+from .verdict.compare import check_records, collect, failing_keys, key_problems, test_reason
 
 __all__ = ["Limits", "TestResult", "NotebookResult", "References", "ReferenceRunError",
            "SandboxUnavailable", "sandbox_status", "AWAITING", "UNDER_REVIEW", "reviewed", "source_readings",
@@ -146,7 +146,7 @@ def _share(payload: dict) -> dict:
 
 
 def _check_shares(where: str, cell: dict, points: float) -> None:
-    """Shares (grader.engine.shares): on every key of a cell or on none, adding up to its points."""
+    """Shares (grader.engine.notebook.shares): on every key of a cell or on none, adding up to its points."""
     given = [ref["points"] for ref in cell.values() if "points" in ref]
     if given and len(given) != len(cell):
         raise ReferenceRunError(f"{where} gave points= to {len(given)} of its {len(cell)} record() calls; "
@@ -159,7 +159,7 @@ def _check_shares(where: str, cell: dict, points: float) -> None:
 def save_reference(source: Path, target: Path, *, limits: Limits = Limits(),
                    unsafe: bool = False) -> References:
     """:func:`run_reference` in a scratch folder of its own; the values are saved to ``target``."""
-    from .cleanup import scratch_folder
+    from .isolation.cleanup import scratch_folder
 
     with scratch_folder("reference") as workdir:
         references = run_reference(Path(source), workdir=Path(workdir), limits=limits, unsafe=unsafe)
@@ -251,8 +251,8 @@ def _unchanged_answers(trusted: nbformat.NotebookNode, merged: Merged) -> set[st
 
 def source_readings(merged: Merged) -> dict[int, tuple[list[int], Reading]]:
     """For each graded test cell (by index), its exercise's answer cells and what the grader read there
-    (:mod:`grader.engine.answer_rules`); decided from text, in a child process with a time and a memory
-    limit (:mod:`grader.engine.answer_bounds`), no code of the student's run."""
+    (:mod:`grader.engine.reading.rules`); decided from text, in a child process with a time and a memory
+    limit (:mod:`grader.engine.reading.bounds`), no code of the student's run."""
     return bounded_readings(_reading_input(merged))
 
 
@@ -320,7 +320,7 @@ def _verdict(gid: str, points: float, run: CellRun | None, expected: dict | None
 
 def _scored_by_output(test: TestResult, outputs: list, problems: list[str]) -> TestResult:
     """An assert-only test that ran to its end, scored as nbgrader scores it from its result (``Out``):
-    a number below the points is partial credit (grader.engine.output_score); still on the kernel's word."""
+    a number below the points is partial credit (grader.engine.verdict.output_score); still on the kernel's word."""
     points = output_points(test.max_points, outputs)
     if too_high(test.max_points, outputs):
         problems.append(f"{test.grade_id} ended in {result_text(outputs)[:40]!r}, above its {test.max_points:g} "
@@ -344,7 +344,7 @@ def _unchecked(keys: list[str], run: CellRun, expected: dict | None) -> list[str
 
 
 def _partial_verdict(result, points: float, run: CellRun, expected: dict) -> TestResult:
-    """A cell whose keys carry shares (grader.engine.shares): the shares of the keys that match.
+    """A cell whose keys carry shares (grader.engine.notebook.shares): the shares of the keys that match.
 
     The status stays what happened ("failed", or "error"/"timeout"/"crashed" when the cell stopped
     part-way), with the points earned and a reason that starts "Partly right" when they are > 0;
@@ -373,7 +373,7 @@ def _first_line(text: str, limit: int = 200) -> str:
 
 def validate(notebook: Path, *, workdir: Path, limits: Limits = Limits()) -> list[TestResult]:
     """The student self-check: run ``notebook`` as it is; a test passes iff its cell ran cleanly (and a test
-    that ends in a number scores it, as nbgrader does: :mod:`grader.engine.output_score`).
+    that ends in a number scores it, as nbgrader does: :mod:`grader.engine.verdict.output_score`).
 
     Runs without the sandbox (it is the student's own code on the student's machine). Raises
     ValueError when the notebook cannot be read.

@@ -1,8 +1,8 @@
 """The constructs an exercise's rules look for, found in one statement of a student's answer.
 
-Each function reads one parsed statement (:class:`grader.engine.answer_source.Statement`) and returns
+Each function reads one parsed statement (:class:`grader.engine.reading.source.Statement`) and returns
 what it found as phrases that say where ("`map` (cell 3, line 2)"), or the names it holds with their
-lines; :mod:`grader.engine.answer_rules` decides which statements are read and which rules apply.
+lines; :mod:`grader.engine.reading.rules` decides which statements are read and which rules apply.
 
 - :func:`attributes`, :func:`modules_named`, :func:`imported_modules`: the names a statement uses
   (for ``avoid``, ``no_modules`` and d2lite's own functions);
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import ast
 
-from .answer_scope import OPENING_DUNDERS, UNRESOLVABLE_MODULES, UNRESOLVABLE_NAMES, _selves
-from .answer_source import Statement
+from .scope import OPENING_DUNDERS, UNRESOLVABLE_MODULES, UNRESOLVABLE_NAMES, _selves
+from .source import Statement
 
 __all__ = ["DYNAMIC_NAMES", "DYNAMIC_MODULES", "LOOPS", "attributes", "modules_named", "imported_modules",
            "dynamic_code", "loops", "host_syncs_in_loops", "non_integer_powers"]
@@ -89,7 +89,7 @@ def imported_modules(node: ast.AST) -> set[str]:
 
 def dynamic_code(statement: Statement, importable: set[str]) -> list[str]:
     """Code in a statement the tested names reach that decides at run time what it calls: beyond
-    :func:`grader.engine.answer_scope.unresolvable` (judged in every student cell), here also ``getattr``
+    :func:`grader.engine.reading.scope.unresolvable` (judged in every student cell), here also ``getattr``
     with a name that is not a string literal, modules that reach frames and namespaces (``sys``,
     ``inspect``, ``types``) and private attributes other than the answer's own (``self._modules``) and
     plain dunders (``__class__``, ``__name__``, ``__version__``).
