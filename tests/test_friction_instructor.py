@@ -406,3 +406,20 @@ def test_the_demo_says_what_each_student_stands_for_and_whose_file_was_refused(c
     assert lines[0].endswith("1 file(s) refused, each named below:"), lines
     assert lines[1].startswith(f"refused: Émile Zola / {B} (Émile Zola/{B}.ipynb): "), lines
     assert len(lines) == 2, lines
+
+
+def test_a_course_without_its_nbgrader_config_is_refused_with_the_command_that_writes_it(tmp_path):
+    """A course folder whose nbgrader_config.py was deleted (found by issue 33's before/after runs: export and
+    feedback showed traitlets' traceback) is refused by every command that reads it, naming the file and build;
+    build writes it again and keeps what was there."""
+    root = tmp_path / "course"
+    build(root, FIXTURE)
+    (root / "nbgrader_config.py").unlink()
+    for args in (["export"], ["feedback"], ["release"]):
+        done = grader("--root", root, *args)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert "nbgrader_config.py is missing" in done.stderr and " build" in done.stderr, (args, done.stderr)
+        assert "Traceback" not in done.stderr, (args, done.stderr)
+    assert grader("--root", root, "build", "--course", FIXTURE).returncode == 0
+    assert (root / "nbgrader_config.py").is_file()
+

@@ -117,7 +117,14 @@ def write_config(root: Path, course_id: str = COURSE_ID) -> Path:
 
 
 def load_config(root: Path) -> Config:
-    """The course's configuration, rooted at ``root`` (absolute)."""
+    """The course's configuration, rooted at ``root`` (absolute); GraderError when the file is missing."""
+    if not (Path(root) / CONFIG_NAME).is_file():
+        from ..errors import GraderError
+        from .invocation import command
+
+        raise GraderError(f"{Path(root) / CONFIG_NAME} is missing: nbgrader and course-grader read the course's "
+                          f"settings there; write it again with `{command('build', root)}` (grades, submissions "
+                          "and releases are kept)")
     config = PyFileConfigLoader(CONFIG_NAME, path=str(root)).load_config()
     config.CourseDirectory.root = str(root.resolve())
     return config
