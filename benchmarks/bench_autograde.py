@@ -234,12 +234,14 @@ def cell_scores(course: Path, names: list[str]) -> dict[tuple[str, str, str], fl
 
 
 def _ours_reason(course: Path, student: str, assignment: str, gid: str) -> str:
+    from grader.authoring.coursedir import CourseDir
+
     try:
-        marker = json.loads((course / "autograded" / student / assignment / "course-grader.json").read_text())
-        test = next(t for t in marker["tests"] if t["grade_id"] == gid)
-        return f"{test['status']}: {test['reason']}"
-    except (OSError, ValueError, KeyError, StopIteration):
-        return "no verdict recorded"
+        outcome = CourseDir(course).outcome(student, assignment)
+    except (KeyError, TypeError):  # a damaged marker
+        outcome = None
+    test = next((t for t in outcome.tests if t.grade_id == gid), None) if outcome is not None else None
+    return f"{test.status}: {test.reason}" if test is not None else "no verdict recorded"
 
 
 def _stock_reason(course: Path, student: str, assignment: str, gid: str) -> str:

@@ -5,11 +5,11 @@ directory), ``intake`` (students' uploads -> ``submitted/``), ``engine`` (one no
 sandboxed, read the answers, compare with the solution: its parts ``notebook``, ``isolation``,
 ``reading``, ``verdict``), ``running`` (many notebooks as jobs: local workers or Dask,
 the batch, the quality gate), ``results`` (gradebook, grade table, feedback, export, report).
-On top, the ways in: ``cli`` (``course-grader``, ``python -m grader``; ``demo`` and ``lab`` are two
-of its commands), ``stock`` (nbgrader's own ``autograde``), and ``record`` with ``values``, the only
-modules that run inside a student's kernel (``from grader.record import record``). Every stage may
-use ``errors`` (``GraderError``) and ``terminal``, which import nothing of the grader. Imports run one
-way, from the top down to the engine (tests/test_layout.py checks it).
+On top, the ways in: ``cli`` (``course-grader``, ``python -m grader``; ``demo``, ``lab`` and
+``validate`` are three of its commands), ``stock`` (nbgrader's own ``autograde``), and ``record``
+with ``values``, the only modules that run inside a student's kernel (``from grader.record import
+record``). Every stage may use ``errors`` (``GraderError``) and ``terminal``, which import nothing of
+the grader. Imports run one way, from the top down to the engine (tests/test_layout.py checks it).
 """
 import sys
 

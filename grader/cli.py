@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 from .authoring.assembly import DEFAULT_ROOT, assignments
-from .errors import GraderError
 from .authoring.coursedir import CourseDir
 from .authoring.invocation import command
+from .errors import GraderError
 
 __all__ = ["main"]
 
@@ -67,9 +67,9 @@ def cmd_release(args) -> int:
 
 
 def cmd_collect(args) -> int:
-    from .terminal import printable
     from .intake.collect import collect
     from .intake.summary import collect_lines
+    from .terminal import printable
 
     inbox = args.inbox
     if inbox is None:  # the course's own exchange, where `nbgrader submit` puts what students hand in
@@ -131,8 +131,8 @@ def cmd_feedback(args) -> int:
 
 
 def cmd_release_feedback(args) -> int:
-    from .terminal import printable
     from .results.feedback_release import release_feedback, release_notes
+    from .terminal import printable
 
     results = release_feedback(args.root, _named(args, args.names + args.assignment), args.student or None)
     for r in results:  # student ids are the students' text: no escape sequence reaches the terminal
@@ -193,8 +193,8 @@ def cmd_demo(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .terminal import printable
     from .results.report import write_report
+    from .terminal import printable
 
     try:
         path = write_report(CourseDir(args.root), args.student)
@@ -206,9 +206,9 @@ def cmd_report(args) -> int:
 
 
 def cmd_similarity(args) -> int:
-    from .terminal import printable
     from .results.similarity_check import check_assignment
     from .results.similarity_page import write_similarity_page
+    from .terminal import printable
 
     try:
         result = check_assignment(CourseDir(args.root), _named(args, [args.assignment])[0])

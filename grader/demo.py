@@ -21,10 +21,10 @@ from pathlib import Path
 
 from d2lite import unattended
 
-from .errors import GraderError
 from .authoring.assembly import build, release
 from .authoring.coursedir import CourseDir
 from .engine.notebook import cells as nbs
+from .errors import GraderError
 
 __all__ = ["MISTAKES", "STANDS_FOR", "example_class", "collected_lines", "run_demo"]
 

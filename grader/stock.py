@@ -34,13 +34,13 @@ from traitlets import Bool, Unicode
 
 from .authoring.coursedir import CourseDir
 from .authoring.invocation import command
+from .engine.notebook.cells import is_test, nbgrader_meta
+from .engine.notebook.shares import earned, has_shares
 from .engine.reading.bounds import bounded_readings
 from .engine.reading.rules import REVIEW_REASON, review_note
-from .engine.notebook.cells import is_test, nbgrader_meta
+from .engine.verdict.compare import check_records, key_problems, test_reason
 from .engine.verdict.references import References, sha256_of
 from .engine.verdict.seal import course_key
-from .engine.notebook.shares import earned, has_shares
-from .engine.verdict.compare import check_records, key_problems, test_reason
 from .record import MIME_TYPE
 
 __all__ = ["CheckRecords", "FlagReviews", "GuardedExporter", "autograde_preprocessors", "ERROR_NAME", "OPT_IN"]

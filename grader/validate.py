@@ -59,8 +59,8 @@ def _fresh_copy(path: Path) -> str:
 
 def cmd_validate(args, limits) -> int:
     """Run the visible tests of ``args.path``; 0 all pass, 1 some fail, 2 nothing could run."""
-    from .engine.isolation.cleanup import scratch_folder
     from .engine.grade import validate
+    from .engine.isolation.cleanup import scratch_folder
 
     if args.path.is_dir():
         inside = sorted(p.name for p in args.path.glob("*.ipynb"))

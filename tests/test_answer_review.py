@@ -184,7 +184,8 @@ def _flagged_course(root: Path, monkeypatch):
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")  # nbgrader runs alembic
 
     from grader.authoring.coursedir import CourseDir
-    from grader.results.gradebook import Outcome, save_result
+    from grader.engine.verdict.result import Outcome
+    from grader.results.gradebook import save_result
 
     course = CourseDir(root)
     course.source("a1").mkdir(parents=True)
@@ -214,7 +215,8 @@ def test_a_flagged_test_keeps_its_score_and_needs_a_manual_grade_in_the_gradeboo
         assert (grade.auto_score, grade.manual_score, grade.needs_manual_grade) == (6.0, None, True)
         assert "return torch.cdist(X, Y)" in comment.auto_comment  # formgrader shows it under the answer cell
         assert gb.find_submission("a1", "ann").needs_manual_grade  # formgrader lists the submission as flagged
-    from grader.results.gradebook import Outcome, save_result
+    from grader.engine.verdict.result import Outcome
+    from grader.results.gradebook import save_result
 
     cleared = Outcome("", "", 0, 0, [PASSED], [], notebooks={"a1": nbformat.writes(nbformat.v4.new_notebook())})
     with Gradebook(f"sqlite:///{course.gradebook}") as gb:  # graded again, without a finding: no flag, no comment

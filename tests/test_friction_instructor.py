@@ -160,7 +160,7 @@ def _set_due_date(root: Path, assignment: str, when: datetime) -> None:
 
 def test_a_long_reason_is_cut_between_words_with_an_ellipsis(tmp_path):
     from grader.engine.verdict.result import TestResult
-    from grader.results.gradebook import Outcome
+    from grader.engine.verdict.result import Outcome
     from grader.results.table import grade_table
 
     words = [f"word{i}" for i in range(200)]  # about 1,500 characters

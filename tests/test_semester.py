@@ -218,7 +218,7 @@ def test_an_extension_for_a_student_the_course_lacks_is_said(course, tmp_path, c
 
 
 def test_the_grade_table_shows_penalties_lateness_and_own_due_dates(course):
-    from grader.results.gradebook import Outcome
+    from grader.engine.verdict.result import Outcome
     from grader.results.table import grade_table
 
     semester_file(course, EXAMPLE + '\n[assignments.02_autograd]\ndue = "2026-10-08T23:59:00+02:00"\n'

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import ast
 
-from ..engine.reading.rules import rule_problems
-from ..engine.notebook.cells import (HIDDEN_BEGIN, HIDDEN_END, RECORD_IMPORT, asserts_only, cell_points, is_test, nbgrader_meta,
-                             split_hidden)
+from ..engine.notebook.cells import (HIDDEN_BEGIN, HIDDEN_END, RECORD_IMPORT, asserts_only, cell_points, is_test,
+                                     nbgrader_meta, split_hidden)
 from ..engine.notebook.shares import TOLERANCE, declared_shares, in_loop_or_function
+from ..engine.reading.rules import rule_problems
 
 __all__ = ["graded_cell_problems", "share_problems", "who_decides", "kernel_word_hint", "COMPARING_CALLS"]
 
@@ -184,8 +184,8 @@ def who_decides(cells) -> str:
 
 
 def kernel_word_hint(cells) -> str:
-    """For the gate: the assert-only test cells (stock nbgrader's kind, :func:`grader.engine.notebook.cells.asserts_only`)
-    by grade_id with their points, and how to add a hidden part the grader compares; "" when there are none.
+    """For the gate: the assert-only test cells (stock nbgrader's kind,
+    :func:`grader.engine.notebook.cells.asserts_only`) by grade_id with their points, and how to add a hidden part the grader compares; "" when there are none.
 
     Such a cell scores full marks when it runs without an error, as nbgrader scores it; the student's code
     runs in the same kernel and can make its asserts pass, so its points rest on the kernel's word."""

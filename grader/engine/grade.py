@@ -18,26 +18,26 @@ from pathlib import Path
 
 import nbformat
 
+from .isolation.kernel import CellRun
+from .isolation.notebook_run import RECORD_LIMITS, run_notebook, scrub_tainted
+from .isolation.sandbox import Limits, SandboxUnavailable, sandbox_status
+from .notebook.cells import (asserts_only, cell_points, is_manual, is_task, is_test, nbgrader_meta, released_answer,
+                             support_files_under)
+from .notebook.failures import raised_in_answer, visible_message
+from .notebook.merge import Merged, Role, merge, plain_text, read_submission, store_written_answers
+from .notebook.shares import TOLERANCE, earned, has_shares
 from .reading.bounds import bounded_readings
 from .reading.rules import REVIEW_REASON, Reading, review_note, source_reason
-from .notebook.cells import (asserts_only, cell_points, is_manual, is_task, is_test, nbgrader_meta, released_answer,
-                     support_files_under)
-from .notebook.failures import raised_in_answer, visible_message
-from .isolation.kernel import CellRun
-from .notebook.merge import Merged, Role, merge, plain_text, read_submission, store_written_answers
-from .isolation.notebook_run import RECORD_LIMITS, run_notebook, scrub_tainted
+from .verdict.compare import check_records, collect, failing_keys, key_problems, test_reason
 from .verdict.output_score import output_points, result_text, too_high
 from .verdict.references import References, sha256_of
 from .verdict.result import NotebookResult, TestResult, verdict_line
-from .isolation.sandbox import Limits, SandboxUnavailable, sandbox_status
-from .notebook.shares import TOLERANCE, earned, has_shares
 from .verdict.statuses import AWAITING, LEFT_AS_RELEASED, UNDER_REVIEW
-from .verdict.compare import check_records, collect, failing_keys, key_problems, test_reason
 
 __all__ = ["Limits", "TestResult", "NotebookResult", "References", "ReferenceRunError",
            "SandboxUnavailable", "sandbox_status", "AWAITING", "UNDER_REVIEW", "reviewed", "source_readings",
-           "LEFT_AS_RELEASED", "manual_result", "unanswered_result", "run_reference", "save_reference", "grade", "validate", "verdict_line"]
-
+           "LEFT_AS_RELEASED", "manual_result", "unanswered_result", "run_reference", "save_reference", "grade",
+           "validate", "verdict_line"]
 
 
 class ReferenceRunError(RuntimeError):
@@ -292,7 +292,7 @@ def _verdict(gid: str, points: float, run: CellRun | None, expected: dict | None
     def result(status: str, reason: str) -> TestResult:
         ran = expected is not None and status in ("failed", "error") and None not in run.records
         keys = failing_keys(expected, run.payloads()) if ran else []  # which hidden checks it missed
-        if expected == {} and status == "passed":  # an assert-only test (course.asserts_only)
+        if expected == {} and status == "passed":  # an assert-only test (notebook.cells.asserts_only)
             reason = KERNEL_WORD
         return TestResult(gid, points, points if status == "passed" else 0.0, status, reason, keys,
                           _unchecked(keys, run, expected), kernel_word=expected == {})

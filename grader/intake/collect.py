@@ -27,10 +27,10 @@ from typing import Callable
 
 import nbformat
 
-from ..errors import GraderError
 from ..authoring.assembly import assignments
 from ..authoring.coursedir import REJECTED_FILE, SECRET_FILE, TIMESTAMP_FILE, CourseDir, timestamp_text
 from ..engine.notebook.cells import nbgrader_meta
+from ..errors import GraderError
 from .exchange import read_timestamp, submissions
 from .uploads import (LINK_ADVICE, Notebook, Rejected, check_student_id, collisions, identity, open_file,
                       open_folder, read_notebooks)

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from ..errors import GraderError
 from ..authoring.coursedir import SECRET_FILE, TIMESTAMP_FILE
+from ..errors import GraderError
 from .uploads import Rejected, check_student_id, collisions, open_folder, read_regular
 
 __all__ = ["Submission", "submissions", "owner_name", "read_timestamp", "CLOCK_SKEW"]

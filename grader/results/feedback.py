@@ -34,13 +34,13 @@ from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbformat.v4 import new_markdown_cell, new_output
 from traitlets import Bool
 
-from ..errors import GraderError
 from ..authoring.coursedir import CourseDir
 from ..authoring.invocation import command
 from ..engine.notebook.allowlist import clean_html, markdown_cell, safe_output
 from ..engine.notebook.cells import HIDDEN_BEGIN, cell_points, exercise_titles, is_manual, is_test, nbgrader_meta, strip_hidden
 from ..engine.verdict.result import Outcome, TestResult, verdict_line
 from ..engine.verdict.statuses import AWAITING
+from ..errors import GraderError
 from .foreign import STUDENT_NOTE, foreign_notebooks
 from .offline_page import OfflineFeedbackPage
 from .report_data import Check, hidden_checks

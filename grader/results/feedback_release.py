@@ -20,9 +20,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import GraderError
 from ..authoring.coursedir import SECRET_FILE, TIMESTAMP_FILE, CourseDir
 from ..authoring.invocation import command
+from ..errors import GraderError
 
 __all__ = ["Release", "release_feedback", "released_path", "release_notes"]
 

@@ -26,7 +26,7 @@ from ..engine.verdict.references import sha256_of_all
 from ..engine.verdict.result import Outcome, TestResult
 from .late import as_utc, lateness, semester_of, unknown_students
 
-__all__ = ["Outcome", "save_result", "save_or_report", "outcomes", "apply_semester", "sync_semester",
+__all__ = ["save_result", "save_or_report", "outcomes", "apply_semester", "sync_semester",
            "penalties_applied", "flag_reviews"]
 
 

@@ -18,11 +18,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..authoring.coursedir import CourseDir
+from ..engine.verdict.result import Outcome, TestResult
 from ..engine.verdict.statuses import LEFT_AS_RELEASED
 from ..terminal import printable
-from ..engine.verdict.result import TestResult
 from .foreign import INSTRUCTOR_NOTE, foreign_notebooks
-from .gradebook import Outcome
 from .late import lateness, semester_of
 from .manual import AWAITING, UNDER_REVIEW, awaiting, final_score, manual_scores, score_key, score_so_far, under_review
 

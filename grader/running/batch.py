@@ -17,18 +17,19 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import GraderError
 from ..authoring.assembly import release
 from ..authoring.coursedir import CourseDir
 from ..engine.isolation.cleanup import remove_orphans
 from ..engine.verdict.references import References
+from ..engine.verdict.result import Outcome
 from ..engine.verdict.seal import course_key
-from ..results.gradebook import Outcome, outcomes as _outcomes, save_or_report, sync_semester
+from ..errors import GraderError
+from ..results.gradebook import outcomes as _outcomes, save_or_report, sync_semester
 from ..results.late import semester_of
 from .jobs import (GradeJob, NotebooksJob, ReferenceJob, TrustedNotebook, failed_result, merged_results, run_grade_job,
                    run_notebooks_job, run_notebooks_reference_job, run_reference_job)
-from .runner import open_runner
 from .pending import gradebook_scores, pending_submissions, reference_plan
+from .runner import open_runner
 from .schedule import GradingQueue, ReferenceRun, SubmissionRun
 
 __all__ = ["ReferenceFailed", "NotGraded", "Outcomes", "autograde", "outcomes"]

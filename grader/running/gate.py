@@ -48,15 +48,15 @@ from pathlib import Path
 
 import nbformat
 
-from ..errors import GraderError
 from ..authoring.assembly import build, release
 from ..authoring.graded_cells import graded_cell_problems, kernel_word_hint, who_decides
 from ..authoring.manual_cells import manual_cell_problems, manual_cell_warnings
 from ..engine.notebook import cells as nbs
 from ..engine.notebook import variants
+from ..engine.notebook.shares import visible_apart
 from ..engine.verdict.result import Outcome, TestResult
 from ..engine.verdict.statuses import LEFT_AS_RELEASED
-from ..engine.notebook.shares import visible_apart
+from ..errors import GraderError
 from .jobs import GradeJob, ReferenceJob, TrustedNotebook, run_grade_job, run_reference_job
 from .runner import open_runner
 
@@ -218,8 +218,9 @@ def _structure_check(path: Path, report: GateReport, allow_asserts: bool = False
                    "\n  (or, for an nbgrader course brought in as it is, run the gate with --allow-asserts)"))
     report.add(GateCheck.WHO_DECIDES, True, who_decides(source.cells))
     if nbs.marker_typos(source):
-        report.add(GateCheck.MARKER_TYPOS, True, "warning: lines that look like nbgrader's region markers but are none to "
-                   "nbgrader (it reads `### BEGIN HIDDEN TESTS`, `### END HIDDEN TESTS`, `### BEGIN SOLUTION`, "
+        report.add(GateCheck.MARKER_TYPOS, True,
+                   "warning: lines that look like nbgrader's region markers but are none to nbgrader (it reads "
+                   "`### BEGIN HIDDEN TESTS`, `### END HIDDEN TESTS`, `### BEGIN SOLUTION`, "
                    "`### END SOLUTION` exactly), so what they mark is released as it is: "
                    + "; ".join(nbs.marker_typos(source)))
     if nbs.manual_points(source):
@@ -287,8 +288,8 @@ def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe:
                     raise
                 except Exception as failure:  # noqa: BLE001 - ReferenceRunError, SandboxUnavailable, ...
                     references, error = None, f"{type(failure).__name__}: {failure}"
-                plan.report.add(GateCheck.REFERENCE_RUN, error is None, error or "the solution runs and every test that calls "
-                                "record() records a value")
+                plan.report.add(GateCheck.REFERENCE_RUN, error is None,
+                                error or "the solution runs and every test that calls record() records a value")
                 say(f"{plan.report.notebook.name}: reference run {'ok' if error is None else 'FAILED'}")
                 if error is None:
                     plan.references = references
@@ -325,11 +326,13 @@ def _submit_variants(runner, plan: _Plan, refs: dict, limits, unsafe: bool, thor
     for exercise in nbs.exercises(plan.source):
         cut = variants.truncate(plan.source, exercise.last_cell)
         apart = nbformat.from_dict(dict(cut, cells=[c for cell in cut.cells for c in visible_apart(cell)]))
-        plan.jobs[GateCheck.per_exercise(exercise.name)] = submit(apart, nbs.stub(cut, set(exercise.solution_ids)), truncated=True)
+        plan.jobs[GateCheck.per_exercise(exercise.name)] = submit(apart, nbs.stub(cut, set(exercise.solution_ids)),
+                                                                  truncated=True)
 
 
 def _collect_variants(runner, plan: _Plan, say) -> None:
-    exercises = {GateCheck.per_exercise(e.name): e for e in nbs.exercises(plan.source)} if plan.source is not None else {}
+    exercises = ({GateCheck.per_exercise(e.name): e for e in nbs.exercises(plan.source)}
+                 if plan.source is not None else {})
     for name, job in plan.jobs.items():
         try:
             tests, problems = _verdicts(runner.result(job))
@@ -346,9 +349,10 @@ def _collect_variants(runner, plan: _Plan, say) -> None:
         if name == GateCheck.SOLUTION_SCORES_FULL_MARKS:
             score, total = sum(t.points for t in tests), sum(t.max_points for t in tests)
             lost = [f"{t.grade_id} {t.status} ({t.reason})" for t in tests if t.points < t.max_points]
-            plan.report.add(GateCheck.SOLUTION_SCORES_FULL_MARKS, not lost and not problems and (total > 0 or bool(by_hand)),
-                            f"solution scores {score:g}/{total:g}" + by_hand + ("; lost: " + "; ".join(lost) if lost else "")
-                            + reported)
+            plan.report.add(GateCheck.SOLUTION_SCORES_FULL_MARKS,
+                            not lost and not problems and (total > 0 or bool(by_hand)),
+                            f"solution scores {score:g}/{total:g}" + by_hand
+                            + ("; lost: " + "; ".join(lost) if lost else "") + reported)
         elif name == GateCheck.RELEASE_SCORES_ZERO:
             earned = [f"{t.grade_id} earns {t.points:g}{_free_shares(plan, t.grade_id, t)}"
                       for t in tests if t.points > 0]
@@ -360,12 +364,13 @@ def _collect_variants(runner, plan: _Plan, say) -> None:
                 plan.report.add(GateCheck.EACH_TEST_FAILS_WITHOUT_ITS_ANSWER, False,
                                 "the run with each exercise stubbed in turn" + reported)
             for exercise in exercises.values():
-                _add_c(plan.report, exercise, {gid.removeprefix(variants.STUBBED_PREFIX): t for gid, t in by_id.items()
-                                               if gid.startswith(variants.STUBBED_PREFIX)}, plan)
+                stubbed = {gid.removeprefix(variants.STUBBED_PREFIX): t for gid, t in by_id.items()
+                           if gid.startswith(variants.STUBBED_PREFIX)}
+                _add_exercise_check(plan.report, exercise, stubbed, plan)
         else:
             if problems:
                 plan.report.add(name, False, f"the run with {GateCheck.exercise_of(name)!r} stubbed" + reported)
-            _add_c(plan.report, exercises[name], by_id, plan)
+            _add_exercise_check(plan.report, exercises[name], by_id, plan)
         say(f"{plan.report.notebook.name}: {name} {'ok' if plan.report.checks[-1].ok else 'FAILED'}")
 
 
@@ -378,7 +383,7 @@ def _auto_and_by_hand(tests: list[TestResult]) -> tuple[list[TestResult], str]:
     return [t for t in tests if t not in hand], (f"; {by_hand:g} points graded by hand" if by_hand else "")
 
 
-def _add_c(report: GateReport, exercise: nbs.Exercise, by_id: dict, plan: "_Plan | None" = None) -> None:
+def _add_exercise_check(report: GateReport, exercise: nbs.Exercise, by_id: dict, plan: "_Plan | None" = None) -> None:
     """Gate (c) for one exercise, from the verdicts of its tests with only that exercise stubbed."""
     vacuous = [gid for gid in exercise.test_ids if gid in by_id and by_id[gid].points > 0]
     missing = [gid for gid in exercise.test_ids if gid not in by_id]

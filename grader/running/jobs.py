@@ -23,9 +23,9 @@ from pathlib import Path
 
 from ..engine.isolation.cgroups import set_kernel_slots
 from ..engine.isolation.cleanup import scratch_folder
+from ..engine.isolation.sandbox import Limits
 from ..engine.notebook.cells import safe_relative_name, support_files_under
 from ..engine.verdict.result import Outcome, TestResult
-from ..engine.isolation.sandbox import Limits
 from .worker_memory import bound_worker, check_bounded
 
 __all__ = ["TrustedNotebook", "ReferenceJob", "GradeJob", "NotebooksJob", "run_reference_job", "run_grade_job",

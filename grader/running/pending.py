@@ -55,13 +55,23 @@ def pending_submissions(course: CourseDir, names: list[str], students: list[str]
             if not course.submission(student, assignment).is_dir():
                 continue
             marker = course.read_marker(student, assignment) or {}
-            current = (assignment not in stale and marker.get("timestamp") == course.timestamp(student, assignment)
-                       and marker.get("source_sha256") == sources[assignment]
-                       and marker.get("references_sha256") == references[assignment]
+            saved = _readable(marker)
+            current = (assignment not in stale and saved is not None
+                       and saved.timestamp == course.timestamp(student, assignment)
+                       and saved.source_sha256 == sources[assignment]
+                       and saved.references_sha256 == references[assignment]
                        and in_gradebook(marker, scores))
             if force or not current:
                 todo.append((student, assignment))
     return todo
+
+
+def _readable(marker: dict) -> Outcome | None:
+    """The marker's outcome; None for a damaged marker (graded again)."""
+    try:
+        return Outcome.from_json(marker)
+    except (KeyError, TypeError):
+        return None
 
 
 def in_gradebook(marker: dict, scores: dict[tuple[str, str, str], float | None]) -> bool:

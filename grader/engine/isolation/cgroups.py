@@ -18,7 +18,8 @@ systemd unit); else cgroup v1 where the memory hierarchy is mounted and writable
 where the same hierarchy offers them; where it does not (an H100 machine's cgroup v2 offered memory
 alone), the group bounds memory only, CPU stays bounded by CPU seconds and processes by the kernel
 uid's ``RLIMIT_NPROC``, and :func:`cgroup_gaps` names what is missing so that ``autograde`` warns.
-Memory is the one that matters most: it is what lets a kernel use a GPU (:func:`grader.engine.isolation.sandbox.gpu_devices`).
+Memory is the one that matters most: it is what lets a kernel use a GPU
+(:func:`grader.engine.isolation.sandbox.gpu_devices`).
 Each local grading worker gets a group of the same kind, for memory alone, beside the kernels' groups
 (:meth:`KernelGroup.for_memory`, :mod:`grader.running.worker_memory`).
 

@@ -29,9 +29,9 @@ from jupyter_client import KernelManager
 from d2lite import unattended
 
 from ...record import MIME_TYPE
+from ..notebook.cells import safe_relative_name
 from .cgroups import KernelGroup, kernel_cores
 from .cleanup import owned_folder, remove_tree
-from ..notebook.cells import safe_relative_name
 from .messages import MAX_MESSAGE_BYTES, BudgetSpent, MessageBudget, receive, socket_options
 from .outputs import OutputSink, output
 from .sandbox import Limits, copy_new, hand_over, kernel_command, kernel_env, new_folder, seed_font_list
@@ -303,7 +303,7 @@ def _keep_record(payload, run: CellRun) -> None:
     try:
         text = json.dumps(payload, separators=(",", ":"))
     except (ValueError, TypeError, RecursionError):
-        text = "null"  # malformed: verdicts says so
+        text = "null"  # malformed: verdict/compare.py says so
     if run.record_bytes + len(text) > MAX_RECORD_BYTES:
         run.records.append(None)
         return

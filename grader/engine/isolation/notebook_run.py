@@ -45,7 +45,8 @@ def _last_statement(parts: list[tuple[str, bool]]) -> int:
 
 def _run_test_cell(kernel: Kernel, source: str, timeout: float, hidden_started: bool) -> CellRun:
     """One test cell, part by part, within ``timeout`` seconds for the whole cell. Only the part holding the
-    cell's last statement keeps its result (``Out``): nbgrader scores a cell by it (grader.engine.verdict.output_score)."""
+    cell's last statement keeps its result (``Out``): nbgrader scores a cell by it
+    (grader.engine.verdict.output_score)."""
     deadline = time.monotonic() + timeout
     total = CellRun("ok", tainted=hidden_started)
     parts = split_hidden(source)

@@ -19,8 +19,8 @@ from pathlib import Path
 import nbformat
 from nbformat.v4.nbbase import random_cell_id
 
-from .cells import CODE_STUB, SOLUTION_BEGIN, TEXT_STUB, is_task, is_test, nbgrader_meta, stub_source, without_hidden
 from .allowlist import clean_text
+from .cells import CODE_STUB, SOLUTION_BEGIN, TEXT_STUB, is_task, is_test, nbgrader_meta, stub_source, without_hidden
 
 def stub(source: str, cell_type: str = "code") -> str:
     """The released text of a solution cell: each solution region stubbed; a cell without regions

@@ -55,7 +55,7 @@ import re
 from dataclasses import dataclass, field
 
 from .constructs import (DYNAMIC_MODULES, DYNAMIC_NAMES, attributes, dynamic_code, host_syncs_in_loops,
-                                imported_modules, loops, modules_named, non_integer_powers)
+                         imported_modules, loops, modules_named, non_integer_powers)
 from .copies import d2lite_copies
 from .limits import cells_over_caps
 from .scope import own_names, shared_state, unresolvable

@@ -4,8 +4,8 @@ nbgrader scores a grade cell with :func:`nbgrader.utils.determine_grade`: 0 for 
 result (``Out``, an ``execute_result``) is a number between 0 and the cell's points, that number (partial credit,
 ``score`` as a test's last line); a negative number, text, or no result: full points; above the points it raises,
 and ``nbgrader autograde`` gives up on the whole submission. course-grader calls that function on the cell with
-the outputs its kernel run kept, for a test that recorded nothing (:func:`grader.engine.notebook.cells.asserts_only`) and
-ran to its end. Two deliberate differences (README, THREAT_MODEL.md):
+the outputs its kernel run kept, for a test that recorded nothing
+(:func:`grader.engine.notebook.cells.asserts_only`) and ran to its end. Two deliberate differences (README, THREAT_MODEL.md):
 
 * stderr output (a library's warning) is left out: nbgrader scores it 0, course-grader keeps the points;
 * a result above the cell's points scores the cell's points and is named for the instructor (:func:`too_high`),

@@ -42,7 +42,7 @@ class TestResult:
     reason: str  # one sentence for instructor and student; never shows hidden test source
     failed_keys: list[str] = field(default_factory=list)  # reference keys it did not match (class report)
     unchecked_keys: list[str] = field(default_factory=list)  # of those, never recorded: the cell stopped before them
-    kernel_word: bool = False  # an assert-only test (course.asserts_only): passed iff it ran without an error
+    kernel_word: bool = False  # an assert-only test (notebook.cells.asserts_only): passed iff it ran without an error
     review: str = ""  # what the grader read in the answer's source, for a person (gradebook: needs_manual_grade)
     review_cell: str = ""  # the grade_id of the exercise's answer cell, where formgrader shows ``review``
     notebook: str = ""  # the notebook it belongs to (nbgrader's layout); "": the assignment's own notebook
