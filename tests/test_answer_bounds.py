@@ -161,3 +161,11 @@ def test_the_stalling_class_graded_beside_an_honest_student_gets_its_verdicts_wi
     for student in ("divs_output", "divs_written"):
         assert TOO_BIG in stored(student) and not any("<div><div>" in text for text in stored(student)), student
     assert TOO_BIG not in stored("ann")
+
+
+def test_the_reading_child_finds_this_grader_package_without_an_install():
+    """The child that reads answers is started with ``python -m grader.engine.reading.bounds`` and the folder
+    holding this ``grader`` package on its PYTHONPATH (a checkout or worktree run without an install)."""
+    from grader.engine.reading import bounds
+
+    assert (bounds.ROOT / "grader" / "engine" / "reading" / "bounds.py").resolve() == Path(bounds.__file__).resolve()

@@ -261,6 +261,6 @@ def test_the_installed_command_works_outside_the_repository(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     assert main(["--root", "built", "build"]) == 0
     built = sorted(p.name for p in (tmp_path / "built" / "source").iterdir())
-    assert built == sorted(p.stem for p in (Path(nbs.__file__).parents[2] / "course").glob("*.ipynb"))
+    assert built == sorted(p.stem for p in (Path(nbs.__file__).parents[3] / "course").glob("*.ipynb"))
     assert main(["--root", "other", "build", "--course", "no-such-folder"]) == 2
     assert "pass --course" in capsys.readouterr().err

@@ -27,7 +27,7 @@ __all__ = ["bounded_readings", "READ_TIMEOUT_S", "READ_MEMORY_MB", "OVER_LIMITS"
 READ_TIMEOUT_S = 60.0  # wall-clock seconds to read one notebook's answers; a cell may run for 300
 READ_MEMORY_MB = 1024  # address space of the reading process
 OVER_LIMITS = "code the grader cannot read: the answers' source, which {what} (the grader's limit for reading it)"
-ROOT = Path(__file__).resolve().parents[2]  # the folder that holds the grader package
+ROOT = Path(__file__).resolve().parents[3]  # the folder that holds the grader package
 
 
 def _flag_all(cells: list[tuple[str, str]], what: str) -> dict[int, tuple[list[int], Reading]]:
