@@ -10,7 +10,7 @@ SANDBOX_PACKAGES ?= bubblewrap  # grading kernels run under bubblewrap (demo, te
 BROWSER_PACKAGES ?= chromium    # only the browser test (part of make test) drives a browser
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # torch's profiler (libkineto) writes "USDT: ... profiler_start/stop" lines straight to the process's stderr
-# at every profile (notebook 06c, the diagrams' tests), which nbconvert's and nbval's kernels pass to the
+# at every profile (notebook 06c, the diagrams' tests), which the first run's and nbval's kernels pass to the
 # terminal. Its levels run VERBOSE 0 .. ERROR 4, USDT 5: only 6 silences them, kineto's own error lines
 # included (torch still raises its errors in Python). Set KINETO_LOG_LEVEL=4 to see those.
 export KINETO_LOG_LEVEL ?= 6
@@ -55,19 +55,16 @@ test: setup sandbox-deps browser-deps
 	#
 	# The course notebooks on the bundled data set. nbval runs a copy of course/ top to bottom. A
 	# notebook with cells marked `# NBVAL_CHECK_OUTPUT` (or tagged nbval-check-output, which keeps the
-	# marker out of the student's way) is first executed by nbconvert, so that nbval can
-	# compare those cells with that first run (the committed notebooks carry no outputs to compare
-	# with); the others run once. Kernels log errors only (each would warn that it talks over local
-	# TCP without encryption).
+	# marker out of the student's way) is first run up to its last such cell (scripts/run_checked_cells.py,
+	# with nbclient), so that nbval can compare those cells with that first run (the committed notebooks
+	# carry no outputs to compare with); later cells, and the other notebooks, run once. Kernels log errors
+	# only (each would warn that it talks over local TCP without encryption).
 	# The course quality gate: solutions full marks, releases zero, no vacuous test, no leak.
 	rm -rf build/nbval && mkdir -p build/nbval && cp -r course build/nbval/
 	D2LITE_DATASET=mnist5k $(PY) -m grader check course --workers 2 --quiet > build/gate.log 2>&1 & gate=$$!; \
 	trap 'kill $$gate 2>/dev/null || true' INT TERM; \
 	notebooks=0; \
-	{ D2LITE_DATASET=mnist5k $(PY) -m jupyter nbconvert --to notebook --execute --inplace --allow-errors \
-		--ExecutePreprocessor.timeout=600 --log-level=WARN \
-		"--ExecutePreprocessor.extra_arguments=['--IPKernelApp.log_level=ERROR']" \
-		$$(grep -l -e NBVAL_CHECK_OUTPUT -e nbval-check-output build/nbval/course/*.ipynb) && \
+	{ D2LITE_DATASET=mnist5k $(PY) scripts/run_checked_cells.py --timeout 600 build/nbval/course/*.ipynb && \
 	  D2LITE_DATASET=mnist5k $(PY) -m pytest --nbval-lax --nbval-cell-timeout=600 -p no:cacheprovider build/nbval/course; \
 	} || notebooks=$$?; \
 	check=0; wait $$gate || check=$$?; \

@@ -193,3 +193,41 @@ def test_a_workdir_holding_the_source_is_refused(run, tmp_path):
         grade(source, source, refs, workdir=tmp_path)
     with pytest.raises(ValueError, match="scratch folder"):
         run_reference(source, workdir=tmp_path / "course")
+
+
+def test_cells_after_the_last_graded_cell_are_not_run_while_grading(tmp_path):
+    """They decide no points, so grading stops after the last graded cell and the student's own cells right after it
+    (a deliberate difference: stock runs them, THREAT_MODEL.md). The trusted cell after them ends the kernel when it
+    runs, as it does in the reference run (which runs every cell); the graded copy shows a note in its place."""
+    from grader.engine.isolation.notebook_run import NOT_RUN_NOTE
+
+    nb = nbformat.read(str(PLAIN), as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("import os\nos._exit(3)  # a demonstration that ends the kernel"))
+    source = write(nb, tmp_path / "trailing.ipynb")
+    refs = run_reference(source, workdir=tmp_path / "ref", limits=Limits(cell_timeout_s=30))
+    student = submission(source, solved=True)
+    student.cells.insert(-1, nbformat.v4.new_code_cell("print('my own check')"))
+    result = grade(source, write(student, tmp_path / "student.ipynb"), refs, workdir=tmp_path / "work",
+                   limits=Limits(cell_timeout_s=30))
+    assert result.score == result.max_score == 4, result.tests
+    assert result.problems == []  # the kernel was not ended
+    mine, last = result.notebook.cells[-2], result.notebook.cells[-1]
+    assert mine.execution_count is not None  # it ran (its output is scrubbed: it follows a hidden test)
+    assert last.outputs == [nbformat.v4.new_output("stream", name="stderr", text=NOT_RUN_NOTE)]
+    assert last.execution_count is None
+
+
+def test_the_last_graded_cell_is_a_test_an_answer_or_a_task_and_the_students_cells_after_it():
+    from grader.engine.notebook.merge import Merged, Role, last_graded_cell
+
+    def merged(*kinds, task_at=None):
+        cells = [nbformat.v4.new_code_cell("") for _ in kinds]
+        if task_at is not None:
+            cells[task_at] = nbformat.v4.new_markdown_cell("", metadata={"nbgrader": {"task": True, "grade_id": "t"}})
+        return Merged(nbformat.v4.new_notebook(cells=cells), [Role(k) for k in kinds], [])
+
+    assert last_graded_cell(merged("trusted", "answer", "test", "trusted", "trusted")) == 2
+    assert last_graded_cell(merged("answer", "test", "added", "added", "trusted", "added")) == 3
+    assert last_graded_cell(merged("trusted", "answer", "trusted", "added", "trusted", task_at=2)) == 3
+    assert last_graded_cell(merged("trusted", "answer")) == 1
+    assert last_graded_cell(merged("trusted", "added")) is None

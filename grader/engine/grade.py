@@ -24,7 +24,8 @@ from .isolation.sandbox import Limits, SandboxUnavailable, sandbox_status
 from .notebook.cells import (asserts_only, cell_points, is_manual, is_task, is_test, nbgrader_meta, released_answer,
                              support_files_under)
 from .notebook.failures import raised_in_answer, visible_message
-from .notebook.merge import Merged, Role, merge, plain_text, read_submission, store_written_answers
+from .notebook.merge import (Merged, Role, last_graded_cell, merge, plain_text, read_submission,
+                            store_written_answers)
 from .notebook.shares import TOLERANCE, earned, has_shares
 from .reading.bounds import bounded_readings
 from .reading.rules import REVIEW_REASON, Reading, review_note, source_reason
@@ -197,8 +198,8 @@ def grade(source: Path, submission: Path | None, references: References, *, work
                 tests[role.grade_id] = TestResult(role.grade_id, cell_points(cell), 0.0, "missing",
                                                   why[0].upper() + why[1:] + ".")
         return NotebookResult(tests, merged.notebook, problems)
-    runs, run_problems = run_notebook(merged.notebook, merged.roles, workdir, limits,
-                                      sandboxed=sandboxed, record=True, support=_support_files(source))
+    runs, run_problems = run_notebook(merged.notebook, merged.roles, workdir, limits, sandboxed=sandboxed,
+                                      record=True, support=_support_files(source), upto=last_graded_cell(merged))
     problems += run_problems
     scrub_tainted(merged.notebook, runs)
     read = source_readings(merged)

@@ -22,13 +22,16 @@ from ..notebook.cells import split_hidden
 from .kernel import MAX_RECORD_BYTES, CellRun, Kernel
 from .sandbox import Limits
 
-__all__ = ["run_notebook", "scrub_tainted", "TAINTED_NOTE", "MAX_NOTEBOOK_RECORD_BYTES", "RECORD_LIMITS"]
+__all__ = ["run_notebook", "scrub_tainted", "TAINTED_NOTE", "NOT_RUN_NOTE", "MAX_NOTEBOOK_RECORD_BYTES",
+           "RECORD_LIMITS"]
 
 MAX_NOTEBOOK_RECORD_BYTES = 128 * 1024 * 1024  # the records kept for one notebook, all test cells
 RECORD_LIMITS = f"{MAX_RECORD_BYTES >> 20} MB per cell, {MAX_NOTEBOOK_RECORD_BYTES >> 20} MB per notebook"
 
 TAINTED_NOTE = ("[course-grader: the outputs of cells run after the first hidden test are not kept; "
                 "run your notebook to see them]\n")
+NOT_RUN_NOTE = ("[course-grader: not run while grading: no graded cell comes after it, so it decides no points; "
+                "run your notebook to see its output]\n")
 
 
 def _last_statement(parts: list[tuple[str, bool]]) -> int:
@@ -66,16 +69,23 @@ def _run_test_cell(kernel: Kernel, source: str, timeout: float, hidden_started: 
 
 
 def run_notebook(nb, roles: list, workdir: Path, limits: Limits, *, sandboxed: bool,
-                 record: bool, support: tuple[Path, ...] = ()) -> tuple[dict[int, CellRun], list[str]]:
+                 record: bool, support: tuple[Path, ...] = (),
+                 upto: int | None = None) -> tuple[dict[int, CellRun], list[str]]:
     """Run every code cell of ``nb`` in order in one kernel; outputs go into ``nb``.
 
     roles: one :class:`grader.engine.notebook.merge.Role` per cell (``kind`` "test" cells run in parts).
     workdir: a scratch folder; the kernel works in a fresh folder inside it (grader.engine.isolation.kernel).
     support: files each kernel finds in its working folder.
+    upto: the last cell to run (None: all); each code cell after it keeps only :data:`NOT_RUN_NOTE` and has no run.
     Returns (cell index -> what happened, problems for the instructor). Records are kept for test
     cells only, up to MAX_NOTEBOOK_RECORD_BYTES in all; past that a test's records become [None]."""
     runs: dict[int, CellRun] = {}
     problems: list[str] = []
+    if upto is not None:
+        for cell in nb.cells[upto + 1:]:
+            if cell.cell_type == "code":
+                cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text=NOT_RUN_NOTE)]
+                cell.execution_count = None
     count, record_budget = 0, MAX_NOTEBOOK_RECORD_BYTES
     try:
         kernel = Kernel(Path(workdir).resolve(), limits, sandboxed=sandboxed, record=record, support=support)
@@ -89,7 +99,7 @@ def run_notebook(nb, roles: list, workdir: Path, limits: Limits, *, sandboxed: b
     budget_end = time.monotonic() + limits.notebook_timeout_s
     hidden_started = False
     try:
-        for i, cell in enumerate(nb.cells):
+        for i, cell in enumerate(nb.cells[: None if upto is None else upto + 1]):
             if cell.cell_type != "code":
                 continue
             left = budget_end - time.monotonic()

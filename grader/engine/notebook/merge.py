@@ -228,6 +228,20 @@ def _assemble(source, cells, answers, anchor, problems) -> Merged:
     return Merged(nb, roles, problems)
 
 
+def last_graded_cell(merged: Merged) -> int | None:
+    """The index of the last cell of ``merged.notebook`` a grade rests on: a test, an answer (hand-graded ones
+    included) or a task, with the student's cells added right after it (a task's answer is written there).
+    Cells after it decide no points and are not run while grading. None when no cell is graded."""
+    graded = [i for i, (role, cell) in enumerate(zip(merged.roles, merged.notebook.cells))
+              if role.kind in ("test", "answer") or is_task(cell)]
+    if not graded:
+        return None
+    last = graded[-1]
+    while last + 1 < len(merged.roles) and merged.roles[last + 1].kind == "added":
+        last += 1
+    return last
+
+
 def store_written_answers(merged: Merged) -> None:
     """Each markdown cell of the student's (a written answer, an answer to a task) as it may be kept in
     the autograded notebook: rendered and cleaned (:func:`grader.engine.notebook.allowlist.markdown_cell`), since
