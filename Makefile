@@ -42,12 +42,14 @@ browser-deps:
 # The unit tests run in TEST_WORKERS pytest-xdist processes (tests/conftest.py gives each its share of the
 # cores' threads). --dist loadfile sends a test file whole to one worker: a file's module fixtures (a graded
 # batch, a conformance corpus: up to two minutes each) are built once, never once per worker, and a file's
-# tests never race each other for its shared folders. Two workers on two cores: one runs while the other's
-# kernels start. pytest's exit code 5 (no test collected) still fails the target.
+# tests never race each other for its shared folders. Files start in collection order, the slowest first
+# (tests/conftest.py: SLOWEST_FILES_FIRST), rather than xdist's default of the files with most tests first.
+# Two workers on two cores: the suite keeps both cores busy (four workers took the same 26.5 minutes).
+# pytest's exit code 5 (no test collected) still fails the target.
 TEST_WORKERS ?= 2
 
 test: setup sandbox-deps browser-deps
-	$(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadfile --durations=30
+	$(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 	# Then the course notebooks under nbval and the course quality gate, at the same time: they share
 	# nothing (nbval runs a copy in build/nbval, the gate builds in its own temporary folder) and each
 	# leaves cores idle while its kernels start. The gate's lines are kept in build/gate.log and shown

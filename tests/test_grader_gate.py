@@ -57,9 +57,11 @@ def test_thorough_mode_flags_the_vacuous_test_too():
     assert not checks["c:test_scale"].ok and checks["c:test_pairwise"].ok
 
 
-def test_full_marks_and_zero_runs_stop_after_the_last_graded_cell(tmp_path):
-    """(a) and (b) grade the notebook up to its last graded cell (later cells decide no points; the reference
-    run still runs them all): a cell after it is in neither run, in the source nor in the release."""
+def test_full_marks_and_zero_runs_grade_the_notebook_as_a_students_is_graded(tmp_path):
+    """(a) and (b) hand the whole source and release to the engine, as autograde does, with the reference run's
+    values and hash: the engine stops after the last graded cell by itself (tests/test_engine_api.py::
+    test_cells_after_the_last_graded_cell_are_not_run_while_grading), so the gate's runs are what a student's
+    grading runs."""
     import nbformat
 
     from grader.engine.notebook import cells as nbs
@@ -68,7 +70,6 @@ def test_full_marks_and_zero_runs_stop_after_the_last_graded_cell(tmp_path):
     from grader.running.jobs import TrustedNotebook
 
     source = nbs.read_notebook(FIXTURES / "course" / "01_fixture.ipynb")
-    last = max(i for i, c in enumerate(source.cells) if any(nbs.nbgrader_meta(c).get(k) for k in ("grade", "solution")))
     source.cells.append(nbformat.v4.new_code_cell("print('after the last test')"))
     path = nbs.write_notebook(source, tmp_path / "01_fixture.ipynb")
     nbs.write_notebook(nbs.stub(source), tmp_path / "release.ipynb")
@@ -78,14 +79,14 @@ def test_full_marks_and_zero_runs_stop_after_the_last_graded_cell(tmp_path):
         def submit(self, fn, job):
             return job
 
-    _submit_variants(Runner(), plan, {"cells": {}}, Limits(), unsafe=False, thorough=False)
+    references = {"cells": {}, "source_sha256": "the reference run's"}
+    _submit_variants(Runner(), plan, references, Limits(), unsafe=False, thorough=False)
     for name in ("a", "b"):
         job = plan.jobs[name]
-        trusted = nbformat.reads(job.assignment.notebook.decode(), as_version=4)
+        assert job.assignment is plan.assignment, name  # the source as the reference run read it
+        assert job.references == references, name
         handed_in = nbformat.reads(job.submission.decode(), as_version=4)
-        assert len(trusted.cells) == last + 1, name
-        assert "after the last test" not in "".join(c.source for c in trusted.cells + handed_in.cells), name
-        assert job.references["source_sha256"] == ""  # a cut copy: not the reference run's source
+        assert handed_in.cells[-1].source == "print('after the last test')", name
 
 
 

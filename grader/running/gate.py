@@ -4,7 +4,7 @@ For each source notebook:
 
 (a) ``SOLUTION_SCORES_FULL_MARKS``: graded with its own solutions, it scores full marks;
 (b) ``RELEASE_SCORES_ZERO``: the released, unmodified student notebook scores zero on every test;
-    (a) and (b) run the notebook up to its last graded cell: later cells decide no points;
+    (a) and (b) are graded as a student's notebook is, up to its last graded cell: later cells decide no points;
     in (a), (b) and (c) the grader must report nothing beside the verdicts (no cell timed out or crashed,
     no output cut): every student's grading would meet it too;
 (c) ``EACH_TEST_FAILS_WITHOUT_ITS_ANSWER``: each graded test fails when only its own exercise is stubbed (no test
@@ -305,20 +305,13 @@ def _submit_variants(runner, plan: _Plan, refs: dict, limits, unsafe: bool, thor
     def submit(source: nbs.NotebookNode, submission: nbs.NotebookNode, truncated: bool = False):
         return runner.submit(run_grade_job, _grade_job(plan, source, submission, refs, limits, unsafe, truncated))
 
-    # (a) and (b) stop after the notebook's last graded cell: later cells decide no points (the reference
-    # run, which runs every cell, has already shown that the solution runs to the end).
-    graded = [i for i, c in enumerate(plan.source.cells)
-              if any(nbs.nbgrader_meta(c).get(key) for key in ("grade", "solution", "task"))]
-    cut = bool(graded) and graded[-1] + 1 < len(plan.source.cells)
-    scored = variants.truncate(plan.source, graded[-1]) if cut else plan.source
-    plan.jobs[GateCheck.SOLUTION_SCORES_FULL_MARKS] = submit(scored, scored, truncated=cut)
+    # (a) and (b) grade the whole notebook as a student's would be graded: grading stops after its last graded
+    # cell by itself (grader.engine.notebook.merge.last_graded_cell); the reference run, which runs every cell,
+    # has already shown that the solution runs to the end.
+    plan.jobs[GateCheck.SOLUTION_SCORES_FULL_MARKS] = submit(plan.source, plan.source)
     if (plan.files / "release.ipynb").exists():
         released = nbs.read_notebook(plan.files / "release.ipynb")
-        if cut:  # the release cut after the same cell, found by its grade_id
-            last = nbs.nbgrader_meta(plan.source.cells[graded[-1]]).get("grade_id")
-            at = [i for i, c in enumerate(released.cells) if last and nbs.nbgrader_meta(c).get("grade_id") == last]
-            released = variants.truncate(released, at[-1]) if at else released
-        plan.jobs[GateCheck.RELEASE_SCORES_ZERO] = submit(scored, released, truncated=cut)
+        plan.jobs[GateCheck.RELEASE_SCORES_ZERO] = submit(plan.source, released)
     if not thorough:  # (c) in one kernel: each exercise stubbed in turn, then restored
         walk = variants.stubbed_walkthrough(plan.source)
         plan.jobs[GateCheck.EACH_TEST_FAILS_WITHOUT_ITS_ANSWER] = submit(walk, walk, truncated=True)
