@@ -16,16 +16,22 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import warnings
+
 import nbformat
 from nbclient import NotebookClient
-
-CHECK_MARKER = "NBVAL_CHECK_OUTPUT"
-CHECK_TAG = "nbval-check-output"
+from nbval.plugin import find_comment_markers, find_metadata_tags
 
 
 def is_checked(cell) -> bool:
-    """A code cell whose outputs nbval compares in lax mode."""
-    return cell.cell_type == "code" and (CHECK_MARKER in cell.source or CHECK_TAG in cell.metadata.get("tags", []))
+    """A code cell whose outputs nbval compares in lax mode, read by nbval's own functions (its tags, then its
+    comment lines, which win where both speak, as in nbval's collection)."""
+    if cell.cell_type != "code":
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nbval warns of conflicting markers itself, when it collects the cell
+        options = {**dict(find_metadata_tags(cell.metadata)), **dict(find_comment_markers(cell.source))}
+    return bool(options.get("check"))
 
 
 def last_checked_cell(nb) -> int | None:

@@ -196,15 +196,18 @@ def test_a_workdir_holding_the_source_is_refused(run, tmp_path):
 
 
 def test_cells_after_the_last_graded_cell_are_not_run_while_grading(tmp_path):
-    """They decide no points, so grading stops after the last graded cell and the student's own cells right after it
+    """They decide no points, so grading stops after the last graded test and the student's own cells right after it
     (a deliberate difference: stock runs them, THREAT_MODEL.md). The trusted cell after them ends the kernel when it
-    runs, as it does in the reference run (which runs every cell); the graded copy shows a note in its place."""
+    runs, as it does in the reference run (which runs every cell and says so); the graded copy shows a note in its
+    place."""
     from grader.engine.isolation.notebook_run import NOT_RUN_NOTE
 
     nb = nbformat.read(str(PLAIN), as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell("import os\nos._exit(3)  # a demonstration that ends the kernel"))
     source = write(nb, tmp_path / "trailing.ipynb")
     refs = run_reference(source, workdir=tmp_path / "ref", limits=Limits(cell_timeout_s=30))
+    assert refs.problems == ["cell 12: the kernel exited (exit status 3); later cells were not run"]
+    assert References.from_dict(refs.to_dict()).problems == refs.problems  # kept in the references file
     student = submission(source, solved=True)
     student.cells.insert(-1, nbformat.v4.new_code_cell("print('my own check')"))
     result = grade(source, write(student, tmp_path / "student.ipynb"), refs, workdir=tmp_path / "work",
@@ -217,7 +220,7 @@ def test_cells_after_the_last_graded_cell_are_not_run_while_grading(tmp_path):
     assert last.execution_count is None
 
 
-def test_the_last_graded_cell_is_a_test_an_answer_or_a_task_and_the_students_cells_after_it():
+def test_grading_runs_up_to_the_last_test_and_the_students_cells_after_it_unless_a_person_grades_later_cells():
     from grader.engine.notebook.merge import Merged, Role, last_graded_cell
 
     def merged(*kinds, task_at=None):
@@ -228,6 +231,8 @@ def test_the_last_graded_cell_is_a_test_an_answer_or_a_task_and_the_students_cel
 
     assert last_graded_cell(merged("trusted", "answer", "test", "trusted", "trusted")) == 2
     assert last_graded_cell(merged("answer", "test", "added", "added", "trusted", "added")) == 3
-    assert last_graded_cell(merged("trusted", "answer", "trusted", "added", "trusted", task_at=2)) == 3
-    assert last_graded_cell(merged("trusted", "answer")) == 1
-    assert last_graded_cell(merged("trusted", "added")) is None
+    assert last_graded_cell(merged("trusted", "answer", "test", "trusted", "trusted", task_at=0)) == 2
+    # a task or a hand-graded answer after the last test: a person may need every later cell's output
+    assert last_graded_cell(merged("answer", "test", "trusted", "added", "trusted", task_at=2)) is None
+    assert last_graded_cell(merged("answer", "test", "answer", "trusted")) is None
+    assert last_graded_cell(merged("trusted", "added")) is None  # nothing graded: every cell runs

@@ -120,3 +120,21 @@ def test_a_cell_that_times_out_fails_the_gate_even_when_every_test_passes(tmp_pa
         assert checks["a"].ok is ok and checks["b"].ok is ok, checks
         assert "solution scores 6/6" in checks["a"].detail and "release scores 0/6" in checks["b"].detail
         assert ("the grader reported: cell 9 timed out after 300 s" in checks["a"].detail) is not ok
+
+
+def test_a_solution_cell_that_crashes_after_the_last_test_fails_the_reference_check(tmp_path):
+    """No student's grading runs the cells after the last graded test, so the reference run, which runs them all,
+    is where the gate says that one of them crashed (or timed out, or printed too much)."""
+    from grader.running.gate import GateReport, _reference_check
+
+    crashed = ["cell 40: the kernel exited (exit status 3); later cells were not run"]
+    for problems, ok in ((crashed, False), ([], True)):
+        report = GateReport(tmp_path / "01_fixture.ipynb")
+        _reference_check(report, {"cells": {}, "problems": problems}, None)
+        check = {c.name: c for c in report.checks}["reference"]
+        assert check.ok is ok, check
+        assert ("cell 40: the kernel exited (exit status 3)" in check.detail) is not ok, check.detail
+    report = GateReport(tmp_path / "01_fixture.ipynb")
+    _reference_check(report, None, "ReferenceRunError: test_scale did not pass with the solution")
+    assert [(c.ok, c.detail) for c in report.checks] == [(False, "ReferenceRunError: test_scale did not pass with "
+                                                                  "the solution")]

@@ -28,7 +28,7 @@ def test_a_notebook_runs_up_to_its_last_checked_cell_and_no_further(tmp_path):
     path = _notebook(tmp_path / "checked.ipynb",
                      "x = 6 * 7\nopen('ran-before-the-last-checked-cell', 'w').close()  # in the notebook's folder",
                      "undefined_name  # raises: recorded, and the run goes on",
-                     "print(x)  # NBVAL_CHECK_OUTPUT",
+                     "# NBVAL_CHECK_OUTPUT\nprint(x)",
                      "open('ran-after-the-last-checked-cell', 'w').close()")
     assert _script().main([str(path)]) == 0
     cells = nbformat.read(str(path), as_version=4).cells

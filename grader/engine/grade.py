@@ -137,7 +137,7 @@ def run_reference(source: Path, *, workdir: Path, limits: Limits = Limits(),
                                     **_share(v[0])}
                                 for k, v in by_key.items()}
         _check_shares(where, cells[role.grade_id], cell_points(nb.cells[i]))
-    return References(cells, sha256_of(source), round(time.monotonic() - started, 2))
+    return References(cells, sha256_of(source), round(time.monotonic() - started, 2), problems)
 
 
 def _share(payload: dict) -> dict:

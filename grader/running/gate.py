@@ -4,7 +4,7 @@ For each source notebook:
 
 (a) ``SOLUTION_SCORES_FULL_MARKS``: graded with its own solutions, it scores full marks;
 (b) ``RELEASE_SCORES_ZERO``: the released, unmodified student notebook scores zero on every test;
-    (a) and (b) are graded as a student's notebook is, up to its last graded cell: later cells decide no points;
+    (a) and (b) are graded as a student's notebook is, up to its last graded test: later cells decide no points;
     in (a), (b) and (c) the grader must report nothing beside the verdicts (no cell timed out or crashed,
     no output cut): every student's grading would meet it too;
 (c) ``EACH_TEST_FAILS_WITHOUT_ITS_ANSWER``: each graded test fails when only its own exercise is stubbed (no test
@@ -288,8 +288,7 @@ def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe:
                     raise
                 except Exception as failure:  # noqa: BLE001 - ReferenceRunError, SandboxUnavailable, ...
                     references, error = None, f"{type(failure).__name__}: {failure}"
-                plan.report.add(GateCheck.REFERENCE_RUN, error is None,
-                                error or "the solution runs and every test that calls record() records a value")
+                _reference_check(plan.report, references, error)
                 say(f"{plan.report.notebook.name}: reference run {'ok' if error is None else 'FAILED'}")
                 if error is None:
                     plan.references = references
@@ -301,13 +300,24 @@ def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe:
     return [p.report for p in plans]
 
 
+def _reference_check(report: GateReport, references: dict | None, error: str | None) -> None:
+    """REFERENCE_RUN: the reference run gave its values (``error`` None) and reported nothing beside them (no cell
+    of the solution timed out, crashed or printed too much: ``References.problems``). Cells after the last graded
+    test run only there, so only this check can tell the instructor about them."""
+    said = (references or {}).get("problems") or []
+    report.add(GateCheck.REFERENCE_RUN, error is None and not said, error or (
+        "the solution's run reported: " + "; ".join(said) + " (grading stops after the last graded test, so no "
+        "student's grading shows it)" if said else
+        "the solution runs to its end and every test that calls record() records a value"))
+
+
 def _submit_variants(runner, plan: _Plan, refs: dict, limits, unsafe: bool, thorough: bool) -> None:
     def submit(source: nbs.NotebookNode, submission: nbs.NotebookNode, truncated: bool = False):
         return runner.submit(run_grade_job, _grade_job(plan, source, submission, refs, limits, unsafe, truncated))
 
     # (a) and (b) grade the whole notebook as a student's would be graded: grading stops after its last graded
-    # cell by itself (grader.engine.notebook.merge.last_graded_cell); the reference run, which runs every cell,
-    # has already shown that the solution runs to the end.
+    # cell by itself (grader.engine.notebook.merge.last_graded_cell); the reference run runs every cell, and
+    # REFERENCE_RUN fails where one of them timed out, crashed or printed too much.
     plan.jobs[GateCheck.SOLUTION_SCORES_FULL_MARKS] = submit(plan.source, plan.source)
     if (plan.files / "release.ipynb").exists():
         released = nbs.read_notebook(plan.files / "release.ipynb")

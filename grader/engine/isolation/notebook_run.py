@@ -92,7 +92,7 @@ def run_notebook(nb, roles: list, workdir: Path, limits: Limits, *, sandboxed: b
         kernel.__enter__()
     except Exception as exc:  # noqa: BLE001 - whatever stops the kernel, grading goes on
         problems.append(f"the kernel could not start: {exc}")
-        for i, cell in enumerate(nb.cells):
+        for i, cell in enumerate(nb.cells[: None if upto is None else upto + 1]):
             if cell.cell_type == "code":
                 runs[i] = CellRun("not run", error=f"the kernel could not start ({exc})")
         return runs, problems

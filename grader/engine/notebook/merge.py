@@ -30,7 +30,8 @@ def stub(source: str, cell_type: str = "code") -> str:
         return stub_source(source)
     return TEXT_STUB if cell_type == "markdown" else CODE_STUB
 
-__all__ = ["Role", "Merged", "read_submission", "merge", "stub", "plain_text", "store_written_answers"]
+__all__ = ["Role", "Merged", "read_submission", "merge", "stub", "plain_text", "store_written_answers",
+           "last_graded_cell"]
 
 MAX_SUBMISSION_BYTES = 64 * 1024 * 1024
 MAX_CELLS = 5000  # a course notebook has about a hundred
@@ -229,12 +230,13 @@ def _assemble(source, cells, answers, anchor, problems) -> Merged:
 
 
 def last_graded_cell(merged: Merged) -> int | None:
-    """The index of the last cell of ``merged.notebook`` a grade rests on: a test, an answer (hand-graded ones
-    included) or a task, with the student's cells added right after it (a task's answer is written there).
-    Cells after it decide no points and are not run while grading. None when no cell is graded."""
+    """The last cell of ``merged.notebook`` that grading must run: the last graded test cell, with the student's
+    cells added right after it. Cells after it decide no points and are not run while grading. None (run every
+    cell) when no cell is graded, or when a hand-graded answer or a task comes after the last test: a person
+    grades those, and may need what later cells show."""
     graded = [i for i, (role, cell) in enumerate(zip(merged.roles, merged.notebook.cells))
               if role.kind in ("test", "answer") or is_task(cell)]
-    if not graded:
+    if not graded or merged.roles[graded[-1]].kind != "test":
         return None
     last = graded[-1]
     while last + 1 < len(merged.roles) and merged.roles[last + 1].kind == "added":

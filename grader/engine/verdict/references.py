@@ -4,7 +4,12 @@
 source notebook (:func:`grader.engine.grade.run_reference`) and read for every submission::
 
     {"format": 1, "source_sha256": "...", "seconds": 28.4,
-     "cells": {"test_scale": {"x2": {"value": <grader.values wire form>, "rtol": 0.0, "atol": 0.0}}}}
+     "cells": {"test_scale": {"x2": {"value": <grader.values wire form>, "rtol": 0.0, "atol": 0.0}}},
+     "problems": ["cell 40 timed out after 300 s"]}
+
+``problems``: what the trusted run reported beside the values (a cell that timed out, crashed or printed too
+much; a file written before it was kept has none). Grading stops after a notebook's last graded cell, so for the
+cells after it this run is the only one that can say so.
 
 This module needs neither torch nor a kernel, so the batch driver can plan with it cheaply.
 """
@@ -36,22 +41,25 @@ def sha256_of_all(paths: list[Path]) -> str:
 class References:
     """What each graded test cell of the solution recorded: grade_id -> key -> value+tolerance."""
 
-    def __init__(self, cells: dict[str, dict[str, dict]], source_sha256: str = "", seconds: float = 0.0):
+    def __init__(self, cells: dict[str, dict[str, dict]], source_sha256: str = "", seconds: float = 0.0,
+                 problems: list[str] | None = None):
         self.cells, self.source_sha256 = cells, source_sha256
         self.seconds = seconds  # how long the reference run took: what one submission may cost
+        self.problems = list(problems or [])  # what the run reported beside the values (module docstring)
 
     def to_dict(self) -> dict:
         """The file's content: plain JSON types (what a job carries to a worker)."""
         return {"format": 1, "source_sha256": self.source_sha256, "seconds": self.seconds,
-                "cells": self.cells}
+                "cells": self.cells, "problems": self.problems}
 
     @classmethod
     def from_dict(cls, data: dict, where: str = "the reference values") -> "References":
         if not isinstance(data, dict) or data.get("format") != 1 or not isinstance(data.get("cells"), dict):
             raise ValueError(f"{where} is not a course-grader references file; run the reference again")
-        seconds = data.get("seconds", 0.0)
+        seconds, problems = data.get("seconds", 0.0), data.get("problems", [])
         return cls(data["cells"], data.get("source_sha256", ""),
-                   float(seconds) if isinstance(seconds, (int, float)) else 0.0)
+                   float(seconds) if isinstance(seconds, (int, float)) else 0.0,
+                   [p for p in problems if isinstance(p, str)] if isinstance(problems, list) else [])
 
     def save(self, path: Path, key: bytes | None = None) -> None:
         """Write the file; with the course's ``key`` (grader.engine.verdict.seal) it carries a seal."""
