@@ -62,6 +62,8 @@ SLOWEST_FILES_FIRST = ("test_conformance.py", "test_d2l_chapters.py", "test_fric
 def pytest_collection_modifyitems(config, items):
     """Put the tests of :data:`SLOWEST_FILES_FIRST` first, in that order; the others keep theirs."""
     missing = [name for name in SLOWEST_FILES_FIRST if not (Path(__file__).parent / name).is_file()]
+    if len(missing) == len(SLOWEST_FILES_FIRST):  # a copy of this file elsewhere (tests/test_required_in_ci.py's probe)
+        return
     if missing:
         raise pytest.UsageError(f"tests/conftest.py's SLOWEST_FILES_FIRST names {missing}, which tests/ does not "
                                 "hold: update the list")
