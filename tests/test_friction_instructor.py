@@ -8,6 +8,7 @@ nothing new; absent submissions listed only once due; failure reasons whole; a s
 """
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -423,3 +424,30 @@ def test_a_course_without_its_nbgrader_config_is_refused_with_the_command_that_w
     assert grader("--root", root, "build", "--course", FIXTURE).returncode == 0
     assert (root / "nbgrader_config.py").is_file()
 
+
+
+def test_the_table_says_what_the_solutions_own_run_reported(tmp_path):
+    """Grading stops after a notebook's last graded test, so a solution cell after it that crashes shows in no
+    student's grading: only the reference run sees it. autograde's table says it first under "needs attention",
+    every time it prints, until the solution is fixed. A references file changed after the grader wrote it is
+    not quoted (the next autograde computes it again)."""
+    from classroom import graded_class, writable_copy
+    from grader.authoring.coursedir import CourseDir
+    from grader.engine.verdict.references import References
+    from grader.engine.verdict.seal import course_key
+    from grader.results.table import grade_table
+
+    root, results = writable_copy(graded_class(), tmp_path)
+    course = CourseDir(root)
+    assert "the solution's own run" not in grade_table(root, results)
+    crash = "cell 12: the kernel exited (exit status 3); later cells were not run"
+    references = References.load(course.references(A), course_key(course.key))
+    references.problems = [crash]
+    references.save(course.references(A), course_key(course.key))
+    attention = grade_table(root, results).split("needs attention:\n")[1].splitlines()
+    assert attention[0] == (f"  {A}: the solution's own run: {crash}; fix the source notebook "
+                            "(`course-grader check` fails on it)"), attention
+    forged = json.loads(course.references(A).read_text(encoding="utf-8"))
+    forged["problems"] = ["a line nobody's run wrote"]
+    course.references(A).write_text(json.dumps(forged), encoding="utf-8")
+    assert "nobody's run" not in grade_table(root, results)

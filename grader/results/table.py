@@ -1,5 +1,6 @@
 """The grade table autograde prints: student x assignment scores, then what needs attention, who
-has not submitted, and each submission's failed tests with their reasons in full.
+has not submitted, and each submission's failed tests with their reasons in full. "Needs attention" begins
+with what the solution's own run reported (:func:`solution_problems`).
 
 A missing submission is a problem only once its assignment is due: past the gradebook's due date
 each absent student gets a "nothing submitted" line under "needs attention"; before it, or when
@@ -18,14 +19,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..authoring.coursedir import CourseDir
+from ..engine.verdict.references import References
 from ..engine.verdict.result import Outcome, TestResult
+from ..engine.verdict.seal import course_key
 from ..engine.verdict.statuses import LEFT_AS_RELEASED
 from ..terminal import printable
 from .foreign import INSTRUCTOR_NOTE, foreign_notebooks
 from .late import lateness, semester_of
 from .manual import AWAITING, UNDER_REVIEW, awaiting, final_score, manual_scores, score_key, score_so_far, under_review
 
-__all__ = ["ATTENTION", "grade_table"]
+__all__ = ["ATTENTION", "grade_table", "solution_problems"]
 
 NOT_FOUND = "was not found in the submission"  # merge's problem for an answer cell the notebook lacks
 NOT_ATTEMPTED = "NotImplementedError"  # in the reason of a test whose stub was left as released
@@ -84,6 +87,7 @@ def grade_table(course: CourseDir | Path, results: list[Outcome], students: list
         lines.append(printable(student).ljust(width) + "".join(cells))
     if late:
         lines += ["", "late submissions:"] + [f"  {line}" for line in late]
+    attention = solution_problems(course, names) + attention
     if attention:
         lines += ["", "needs attention:"] + [f"  {line}" for line in attention]
     waiting = [f"{name}: {n} of {len(rows)} student(s) "
@@ -129,6 +133,28 @@ def _for_instructor(problem: str) -> str:
     prefix = "at collect: "
     return f"rejected at collect, ask the student to re-submit: {problem[len(prefix):]}" \
         if problem.startswith(prefix) else problem
+
+
+def solution_problems(course: CourseDir, names: list[str]) -> list[str]:
+    """What the trusted run of each assignment's solution reported beside its values (a cell that timed out,
+    crashed or printed too much), read from its references file: grading stops after a notebook's last graded
+    test, so a problem in a later cell shows in no student's grading, and is said here, once per notebook.
+    A file without the course's seal (no key yet, or changed since) says nothing: autograde computes it again."""
+    if not course.key.is_file():
+        return []
+    key = course_key(course.key)
+    lines = []
+    for name in names:
+        for notebook in course.notebooks(name):
+            path = course.references(name, notebook)
+            try:
+                problems = References.load(path, key).problems if path.is_file() else []
+            except (ValueError, OSError):
+                continue
+            where = name if notebook == name else f"{name} / {notebook}.ipynb"
+            lines += [f"{where}: the solution's own run: {problem}; fix the source notebook (`course-grader check` "
+                      "fails on it)" for problem in problems]
+    return lines
 
 
 def due_dates(course: CourseDir) -> dict[str, datetime]:
