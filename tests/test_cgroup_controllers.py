@@ -73,6 +73,7 @@ def test_where_the_graders_own_group_holds_processes_kernel_groups_go_beside_it(
     """cgroup v2's rule: a group with processes in it hands no controller to children (EBUSY). The
     H100 machine refused so; its parent delegated memory, so the kernels' groups are made there."""
     base = fake_v2("memory pids")
+    (base.parent / "cgroup.controllers").write_text("memory pids\n")
     (base.parent / "cgroup.subtree_control").write_text("memory pids\n")
     write = cgroups._write
 
@@ -92,6 +93,7 @@ def test_where_the_graders_own_group_holds_processes_kernel_groups_go_beside_it(
 
 def test_a_busy_group_whose_parent_offers_no_memory_gets_no_group_and_both_reasons(fake_v2, monkeypatch):
     base = fake_v2("memory")
+    (base.parent / "cgroup.controllers").write_text("pids\n")
     (base.parent / "cgroup.subtree_control").write_text("pids\n")
     def busy(path, value):
         raise OSError(errno.EBUSY, "Device or resource busy")
@@ -99,3 +101,44 @@ def test_a_busy_group_whose_parent_offers_no_memory_gets_no_group_and_both_reaso
     monkeypatch.setattr(cgroups, "_write", busy)
     ok, why = cgroups.cgroup_support()
     assert not ok and "Device or resource busy" in why and "does not offer memory" in why, why
+
+
+def _busy_grader_group(fake_v2, monkeypatch, refuse_parent: bool):
+    """The H100 machine of the fourth GPU run: the grader's group (holding processes) was handed memory
+    alone, while its parent offered cpuset, cpu, io, memory, hugetlb and pids and delegated only memory."""
+    base = fake_v2("memory")
+    (base.parent / "cgroup.controllers").write_text("cpuset cpu io memory hugetlb pids\n")
+    (base.parent / "cgroup.subtree_control").write_text("memory\n")
+    write = cgroups._write
+
+    def refusing(path, value):
+        if path == base / "cgroup.subtree_control":
+            raise OSError(errno.EBUSY, "Device or resource busy")
+        if refuse_parent and path == base.parent / "cgroup.subtree_control":
+            raise OSError(errno.EACCES, "Permission denied")
+        write(path, value)
+
+    monkeypatch.setattr(cgroups, "_write", refusing)
+    return base
+
+
+def test_beside_the_grader_the_parents_offered_cpu_and_pids_are_delegated_too(fake_v2, monkeypatch):
+    """Groups beside the grader get every budget the parent offers, not only those it already hands to
+    its children: the parent holds no processes, so cpu and pids can be turned on there."""
+    base = _busy_grader_group(fake_v2, monkeypatch, refuse_parent=False)
+    ok, why = cgroups.cgroup_support()
+    assert ok and f"beside the grader in {base.parent}" in why and "only" not in why, why
+    assert cgroups.cgroup_gaps() == []
+    assert (base.parent / "cgroup.subtree_control").read_text() == "+cpu +pids"  # only what was missing
+    folder = cgroups.KernelGroup.create(LIMITS, cores=0.5).dirs["unified"]
+    assert folder.parent == base.parent
+    assert (folder / "cpu.max").read_text() == "50000 100000" and (folder / "pids.max").read_text() == "40"
+
+
+def test_beside_the_grader_a_refused_delegation_leaves_memory_and_names_the_gaps(fake_v2, monkeypatch):
+    base = _busy_grader_group(fake_v2, monkeypatch, refuse_parent=True)
+    ok, why = cgroups.cgroup_support()
+    assert ok and f"beside the grader in {base.parent}" in why and "memory only" in why, why
+    assert [gap.split(",")[0] for gap in cgroups.cgroup_gaps()] == ["no cpu controller", "no pids controller"]
+    folder = cgroups.KernelGroup.create(LIMITS, cores=1.0).dirs["unified"]
+    assert (folder / "memory.max").exists() and not (folder / "pids.max").exists()

@@ -15,10 +15,11 @@ sandboxed kernel runs as an unprivileged uid that cannot write the cgroup files)
 cgroup v2 is used where the grader's own group delegates ``memory`` to it (root, or a ``Delegate=yes``
 systemd unit); else cgroup v1 where the memory hierarchy is mounted and writable (root); else
 :func:`cgroup_support` says why not, and kernels run with rlimits only. ``cpu`` and ``pids`` are used
-where the same hierarchy offers them; where it does not (an H100 machine's cgroup v2 offered memory
-alone), the group bounds memory only, CPU stays bounded by CPU seconds and processes by the kernel
-uid's ``RLIMIT_NPROC``, and :func:`cgroup_gaps` names what is missing so that ``autograde`` warns.
-Memory is the one that matters most: it is what lets a kernel use a GPU
+where the same hierarchy offers them (where the kernels' groups go beside the grader's, the parent
+is asked to hand on all three it is offered: on an H100 machine it offered all three but handed on
+memory alone); where it does not, the group bounds memory only, CPU stays bounded by CPU seconds and
+processes by the kernel uid's ``RLIMIT_NPROC``, and :func:`cgroup_gaps` names what is missing so
+that ``autograde`` warns. Memory is the one that matters most: it is what lets a kernel use a GPU
 (:func:`grader.engine.isolation.sandbox.gpu_devices`).
 Each local grading worker gets a group of the same kind, for memory alone, beside the kernels' groups
 (:meth:`KernelGroup.for_memory`, :mod:`grader.running.worker_memory`).
@@ -133,13 +134,24 @@ def _v2_base(base: Path, why: list[str], beside: bool = False) -> tuple[tuple | 
     None with the reason appended to ``why``; True where ``base`` refused controllers for holding processes)."""
     where = f"cgroup v2 {'beside the grader in' if beside else 'at'} {base}"
     try:
-        offered = set((base / ("cgroup.subtree_control" if beside else "cgroup.controllers")).read_text().split())
+        offered = set((base / "cgroup.controllers").read_text().split())
         used = tuple(c for c in CONTROLLERS if c in offered)
         if REQUIRED not in offered:
             why.append(f"{where} does not offer memory")
             return None, False
-        if not beside and not set(used) <= set((base / "cgroup.subtree_control").read_text().split()):
+        delegated = set((base / "cgroup.subtree_control").read_text().split())
+        if not beside and not set(used) <= delegated:
             _write(base / "cgroup.subtree_control", " ".join("+" + c for c in used))
+        elif beside and not set(used) <= delegated:
+            # Ask the parent to hand on all it is offered (cgroup v2 allows it where the parent holds no
+            # processes, as one that already hands on memory does); where refused, use what it hands on.
+            try:
+                _write(base / "cgroup.subtree_control", " ".join("+" + c for c in used if c not in delegated))
+            except OSError:
+                used = tuple(c for c in used if c in delegated)
+                if REQUIRED not in used:
+                    why.append(f"{where} does not hand memory to its groups")
+                    return None, False
         probe = _probe({c: base for c in used})
         if not probe:
             return ("v2", {"unified": base}, f"{where}{_lacking(used)}", used), False
