@@ -82,7 +82,8 @@ def test_without_its_group_the_hog_holds_more_than_the_budget(tmp_path, monkeypa
     assert run.status == "ok" and text(run) == "1500 MB held\n", (run.status, run.error, text(run))
 
 
-FORK_BOMB = """import os, time
+FORK_BOMB = """import os, time, warnings
+warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12: fork() in a process with threads warns
 children = []
 try:
     while True:
