@@ -8,6 +8,9 @@ here). The table gives both wall times, their ratio (goal: <= 1.2), where the gr
 (kernel start, the cells, the answers' source read by a child process after the run), and how long the own run spent in cells after the last graded
 test (time that scores nothing).
 
+Every notebook runs on the bundled digits (``D2LITE_DATASET=mnist5k``, as ``make demo`` and CI do); an own run
+with a failing cell stops the benchmark (before 2026-11-28 the variable was not set, so on a machine without
+Fashion-MNIST every notebook's data cell failed in both runs and the figures measured notebooks cut short).
 One repeat per notebook (each is a whole notebook); timings on a shared machine are noisy, so the own run
 and the grading of a notebook are measured one right after the other. ``BENCH_LIMIT_NOTEBOOKS``:
 comma-separated notebook names (default: every graded course notebook).
@@ -77,9 +80,13 @@ def own_run(source: Path, scratch: Path, watch: Stopwatch) -> tuple[float, float
     roles = [Role("trusted", "") for _ in nb.cells]  # every cell in one execution, hidden tests included
     watch.reset()
     start = time.monotonic()
-    run_notebook(nb, roles, scratch, engine_grade.Limits(), sandboxed=False, record=False,
-                 support=engine_grade._support_files(source))
+    runs, problems = run_notebook(nb, roles, scratch, engine_grade.Limits(), sandboxed=False, record=False,
+                                  support=engine_grade._support_files(source))
     wall = time.monotonic() - start
+    failed = [f"cell {i}: {run.status} {run.error}" for i, run in sorted(runs.items()) if run.status != "ok"]
+    if failed or problems:  # a run cut short by an error is no limit to measure against
+        raise SystemExit(f"{source.name}: the solution's own run did not run cleanly, so there is nothing to compare "
+                         f"with: {'; '.join(problems + failed[:3])}")
     code = [c for c in nb.cells if c.cell_type == "code"]
     last_test = max(i for i, c in enumerate(code) if is_test(c))
     return wall, sum(watch.calls.get("cells", [])[last_test + 1:])
@@ -104,6 +111,9 @@ def measure(source: Path, watch: Stopwatch) -> dict:
 
 
 def main() -> str:
+    from d2lite.unattended import DATASET
+
+    os.environ[DATASET] = "mnist5k"  # the bundled digits, as in make demo and CI (Fashion-MNIST may be out of reach)
     from grader.engine.reading import bounds
     from grader.engine import grade as engine_grade
     from grader.engine.isolation.kernel import Kernel
