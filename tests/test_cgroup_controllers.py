@@ -72,17 +72,8 @@ def test_without_memory_there_is_no_group_and_the_reason_says_so(fake_v2):
 def test_where_the_graders_own_group_holds_processes_kernel_groups_go_beside_it(fake_v2, monkeypatch):
     """cgroup v2's rule: a group with processes in it hands no controller to children (EBUSY). The
     H100 machine refused so; its parent delegated memory, so the kernels' groups are made there."""
-    base = fake_v2("memory pids")
-    (base.parent / "cgroup.controllers").write_text("memory pids\n")
-    (base.parent / "cgroup.subtree_control").write_text("memory pids\n")
-    write = cgroups._write
-
-    def busy(path, value):
-        if path == base / "cgroup.subtree_control":
-            raise OSError(errno.EBUSY, "Device or resource busy")
-        write(path, value)
-
-    monkeypatch.setattr(cgroups, "_write", busy)
+    base = _busy_grader_group(fake_v2, monkeypatch, refuse_parent=False, own="memory pids", parent_offers="memory pids",
+                              parent_hands_on="memory pids")
     ok, why = cgroups.cgroup_support()
     assert ok and f"beside the grader in {base.parent}" in why, why
     assert cgroups.cgroup_gaps() == [cgroups._gap_sentences(("memory", "pids"))[0]]  # cpu only
@@ -103,12 +94,15 @@ def test_a_busy_group_whose_parent_offers_no_memory_gets_no_group_and_both_reaso
     assert not ok and "Device or resource busy" in why and "does not offer memory" in why, why
 
 
-def _busy_grader_group(fake_v2, monkeypatch, refuse_parent: bool):
-    """The H100 machine of the fourth GPU run: the grader's group (holding processes) was handed memory
-    alone, while its parent offered cpuset, cpu, io, memory, hugetlb and pids and delegated only memory."""
-    base = fake_v2("memory")
-    (base.parent / "cgroup.controllers").write_text("cpuset cpu io memory hugetlb pids\n")
-    (base.parent / "cgroup.subtree_control").write_text("memory\n")
+def _busy_grader_group(fake_v2, monkeypatch, refuse_parent: bool, own: str = "memory",
+                       parent_offers: str = "cpuset cpu io memory hugetlb pids", parent_hands_on: str = "memory"):
+    """A grader's group that holds processes, so it refuses to hand controllers to children (EBUSY). By default
+    the H100 machine of the fourth GPU run: the grader's group was handed memory alone, while its parent offered
+    cpuset, cpu, io, memory, hugetlb and pids and delegated only memory. ``refuse_parent``: the parent refuses
+    to hand on more."""
+    base = fake_v2(own)
+    (base.parent / "cgroup.controllers").write_text(parent_offers + "\n")
+    (base.parent / "cgroup.subtree_control").write_text(parent_hands_on + "\n")
     write = cgroups._write
 
     def refusing(path, value):
