@@ -10,7 +10,8 @@ test (time that scores nothing).
 
 Every notebook runs on the bundled digits (``D2LITE_DATASET=mnist5k``, as ``make demo`` and CI do); an own run
 with a failing cell stops the benchmark (before 2026-11-28 the variable was not set, so on a machine without
-Fashion-MNIST every notebook's data cell failed in both runs and the figures measured notebooks cut short).
+Fashion-MNIST the data cell of each notebook that loads it failed in both runs, and the figures measured
+notebooks cut short).
 One repeat per notebook (each is a whole notebook); timings on a shared machine are noisy, so the own run
 and the grading of a notebook are measured one right after the other. ``BENCH_LIMIT_NOTEBOOKS``:
 comma-separated notebook names (default: every graded course notebook).
