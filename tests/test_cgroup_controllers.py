@@ -94,12 +94,14 @@ def test_a_busy_group_whose_parent_offers_no_memory_gets_no_group_and_both_reaso
     assert not ok and "Device or resource busy" in why and "does not offer memory" in why, why
 
 
-def _busy_grader_group(fake_v2, monkeypatch, refuse_parent: bool, own: str = "memory",
-                       parent_offers: str = "cpuset cpu io memory hugetlb pids", parent_hands_on: str = "memory"):
+def _busy_grader_group(fake_v2, monkeypatch, refuse_parent: bool | str, own: str = "memory",
+                       parent_offers: str = "cpuset cpu io memory hugetlb pids", parent_hands_on: str = "memory",
+                       asked: list | None = None):
     """A grader's group that holds processes, so it refuses to hand controllers to children (EBUSY). By default
     the H100 machine of the fourth GPU run: the grader's group was handed memory alone, while its parent offered
     cpuset, cpu, io, memory, hugetlb and pids and delegated only memory. ``refuse_parent``: the parent refuses
-    to hand on more."""
+    to hand on more (True), or refuses this one write (a string such as "+cpu"). ``asked``: each write made to the
+    parent's cgroup.subtree_control is appended there."""
     base = fake_v2(own)
     (base.parent / "cgroup.controllers").write_text(parent_offers + "\n")
     (base.parent / "cgroup.subtree_control").write_text(parent_hands_on + "\n")
@@ -108,8 +110,11 @@ def _busy_grader_group(fake_v2, monkeypatch, refuse_parent: bool, own: str = "me
     def refusing(path, value):
         if path == base / "cgroup.subtree_control":
             raise OSError(errno.EBUSY, "Device or resource busy")
-        if refuse_parent and path == base.parent / "cgroup.subtree_control":
-            raise OSError(errno.EACCES, "Permission denied")
+        if path == base.parent / "cgroup.subtree_control":
+            if asked is not None:
+                asked.append(value)
+            if refuse_parent is True or refuse_parent == value:
+                raise OSError(errno.EACCES if refuse_parent is True else errno.EINVAL, "refused")
         write(path, value)
 
     monkeypatch.setattr(cgroups, "_write", refusing)
@@ -119,11 +124,13 @@ def _busy_grader_group(fake_v2, monkeypatch, refuse_parent: bool, own: str = "me
 def test_beside_the_grader_the_parents_offered_cpu_and_pids_are_delegated_too(fake_v2, monkeypatch):
     """Groups beside the grader get every budget the parent offers, not only those it already hands to
     its children: the parent holds no processes, so cpu and pids can be turned on there."""
-    base = _busy_grader_group(fake_v2, monkeypatch, refuse_parent=False)
+    asked = []
+    base = _busy_grader_group(fake_v2, monkeypatch, refuse_parent=False, asked=asked)
     ok, why = cgroups.cgroup_support()
     assert ok and f"beside the grader in {base.parent}" in why and "only" not in why, why
+    assert f"(turned on +cpu +pids in {base.parent / 'cgroup.subtree_control'})" in why, why  # the siblings get them too
     assert cgroups.cgroup_gaps() == []
-    assert (base.parent / "cgroup.subtree_control").read_text() == "+cpu +pids"  # only what was missing
+    assert asked == ["+cpu", "+pids"]  # only what was missing, one at a time
     folder = cgroups.KernelGroup.create(LIMITS, cores=0.5).dirs["unified"]
     assert folder.parent == base.parent
     assert (folder / "cpu.max").read_text() == "50000 100000" and (folder / "pids.max").read_text() == "40"
@@ -136,3 +143,14 @@ def test_beside_the_grader_a_refused_delegation_leaves_memory_and_names_the_gaps
     assert [gap.split(",")[0] for gap in cgroups.cgroup_gaps()] == ["no cpu controller", "no pids controller"]
     folder = cgroups.KernelGroup.create(LIMITS, cores=1.0).dirs["unified"]
     assert (folder / "memory.max").exists() and not (folder / "pids.max").exists()
+
+
+def test_beside_the_grader_a_controller_the_parent_refuses_costs_only_that_budget(fake_v2, monkeypatch):
+    """Turning a controller on is all or nothing per write, and cpu alone can be refused (EINVAL where real-time
+    tasks run): asked one at a time, pids is still handed on, and the gap named is cpu's alone."""
+    base = _busy_grader_group(fake_v2, monkeypatch, refuse_parent="+cpu")
+    ok, why = cgroups.cgroup_support()
+    assert ok and "turned on +pids in" in why and "+cpu" not in why, why
+    assert [gap.split(",")[0] for gap in cgroups.cgroup_gaps()] == ["no cpu controller"]
+    folder = cgroups.KernelGroup.create(LIMITS, cores=1.0).dirs["unified"]
+    assert folder.parent == base.parent and (folder / "pids.max").read_text() == "40"

@@ -429,8 +429,8 @@ def test_a_course_without_its_nbgrader_config_is_refused_with_the_command_that_w
 def test_the_table_says_what_the_solutions_own_run_reported(tmp_path):
     """Grading stops after a notebook's last graded test, so a solution cell after it that crashes shows in no
     student's grading: only the reference run sees it. autograde's table says it first under "needs attention",
-    every time it prints, until the solution is fixed. A references file changed after the grader wrote it is
-    not quoted (the next autograde computes it again)."""
+    every time it prints, until the solution is fixed. A references file made from an earlier source, or changed
+    after the grader wrote it, is not quoted (the next autograde computes it again)."""
     from classroom import graded_class, writable_copy
     from grader.authoring.coursedir import CourseDir
     from grader.engine.verdict.references import References
@@ -447,6 +447,9 @@ def test_the_table_says_what_the_solutions_own_run_reported(tmp_path):
     attention = grade_table(root, results).split("needs attention:\n")[1].splitlines()
     assert attention[0] == (f"  {A}: the solution's own run: {crash}; fix the source notebook "
                             "(`course-grader check` fails on it)"), attention
+    references.source_sha256 = "0" * 64  # made from an earlier source, fixed since: said no more
+    references.save(course.references(A), course_key(course.key))
+    assert "the solution's own run" not in grade_table(root, results)
     forged = json.loads(course.references(A).read_text(encoding="utf-8"))
     forged["problems"] = ["a line nobody's run wrote"]
     course.references(A).write_text(json.dumps(forged), encoding="utf-8")

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..authoring.coursedir import CourseDir
-from ..engine.verdict.references import References
+from ..engine.verdict.references import References, sha256_of
 from ..engine.verdict.result import Outcome, TestResult
 from ..engine.verdict.seal import course_key
 from ..engine.verdict.statuses import LEFT_AS_RELEASED
@@ -139,18 +139,25 @@ def solution_problems(course: CourseDir, names: list[str]) -> list[str]:
     """What the trusted run of each assignment's solution reported beside its values (a cell that timed out,
     crashed or printed too much), read from its references file: grading stops after a notebook's last graded
     test, so a problem in a later cell shows in no student's grading, and is said here, once per notebook.
-    A file without the course's seal (no key yet, or changed since) says nothing: autograde computes it again."""
-    if not course.key.is_file():
+    A file without the course's seal (no key yet, or changed since), or made from an earlier version of the source
+    notebook (fixed since, not yet run again), says nothing: autograde computes it again."""
+    try:
+        key = course_key(course.key) if course.key.is_file() else None
+    except (OSError, ValueError):
+        key = None
+    if key is None:
         return []
-    key = course_key(course.key)
     lines = []
     for name in names:
         for notebook in course.notebooks(name):
             path = course.references(name, notebook)
             try:
-                problems = References.load(path, key).problems if path.is_file() else []
+                references = References.load(path, key) if path.is_file() else None
+                current = references is not None and \
+                    references.source_sha256 == sha256_of(course.source_notebook(name, notebook))
             except (ValueError, OSError):
                 continue
+            problems = references.problems if current else []
             where = name if notebook == name else f"{name} / {notebook}.ipynb"
             lines += [f"{where}: the solution's own run: {problem}; fix the source notebook (`course-grader check` "
                       "fails on it)" for problem in problems]

@@ -140,26 +140,42 @@ def _v2_base(base: Path, why: list[str], beside: bool = False) -> tuple[tuple | 
             why.append(f"{where} does not offer memory")
             return None, False
         delegated = set((base / "cgroup.subtree_control").read_text().split())
+        turned_on = ""
         if not beside and not set(used) <= delegated:
             _write(base / "cgroup.subtree_control", " ".join("+" + c for c in used))
         elif beside and not set(used) <= delegated:
-            # Ask the parent to hand on all it is offered (cgroup v2 allows it where the parent holds no
-            # processes, as one that already hands on memory does); where refused, use what it hands on.
-            try:
-                _write(base / "cgroup.subtree_control", " ".join("+" + c for c in used if c not in delegated))
-            except OSError:
-                used = tuple(c for c in used if c in delegated)
-                if REQUIRED not in used:
-                    why.append(f"{where} does not hand memory to its groups")
-                    return None, False
+            used, turned_on = _hand_on(base, used, delegated)
+            if REQUIRED not in used:
+                why.append(f"{where} does not hand memory to its groups")
+                return None, False
         probe = _probe({c: base for c in used})
         if not probe:
-            return ("v2", {"unified": base}, f"{where}{_lacking(used)}", used), False
+            return ("v2", {"unified": base}, f"{where}{turned_on}{_lacking(used)}", used), False
         why.append(f"{where}: {probe}")
     except OSError as error:
         why.append(f"{where}: {error.strerror or type(error).__name__}")
         return None, error.errno == errno.EBUSY
     return None, False
+
+
+def _hand_on(parent: Path, used: tuple[str, ...], delegated: set[str]) -> tuple[tuple[str, ...], str]:
+    """Ask ``parent`` (the grader's parent group, which holds no processes) to hand on each controller it is
+    offered but does not hand on yet, one at a time (a write is all or nothing, and cpu alone can be refused,
+    e.g. where real-time tasks run). Returns (the controllers its children get now, a sentence part naming
+    what was turned on: the parent's other children get those controllers too, so ``autograde`` says so)."""
+    turned_on = []
+    for controller in used:
+        if controller in delegated:
+            continue
+        try:
+            _write(parent / "cgroup.subtree_control", "+" + controller)
+        except OSError:
+            continue
+        turned_on.append(controller)
+    handed_on = tuple(c for c in used if c in delegated or c in turned_on)
+    said = (f" (turned on {' '.join('+' + c for c in turned_on)} in {parent / 'cgroup.subtree_control'})"
+            if turned_on else "")
+    return handed_on, said
 
 
 def _lacking(used: tuple[str, ...]) -> str:
