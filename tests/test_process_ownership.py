@@ -32,6 +32,28 @@ def alive(pids: list[int]) -> list[int]:
     return found
 
 
+def command_line(process: psutil.Process) -> str:
+    try:
+        return " ".join(process.cmdline())
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return ""
+
+
+def process_tree(batch_pid: int) -> tuple[list[int], int]:
+    """One snapshot of the batch's processes: every descendant's pid, and how many of its direct
+    children (the workers) have an ipykernel below them. Kernels are counted by worker, since
+    bwrap's command line names ipykernel too and would count one kernel twice."""
+    descendants, workers_with_a_kernel = [], 0
+    for child in psutil.Process(batch_pid).children():
+        try:
+            below = child.children(recursive=True)
+        except psutil.NoSuchProcess:
+            continue
+        descendants += [child.pid, *(p.pid for p in below)]
+        workers_with_a_kernel += any("ipykernel" in command_line(p) for p in below)
+    return descendants, workers_with_a_kernel
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 def test_workers_kernels_and_the_resource_tracker_end_with_a_killed_batch(tmp_path):
     root = released_course(tmp_path / "course")
@@ -40,14 +62,13 @@ def test_workers_kernels_and_the_resource_tracker_end_with_a_killed_batch(tmp_pa
                              stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 900
-        while time.monotonic() < deadline:  # until both workers run a kernel
-            family = psutil.Process(batch.pid).children(recursive=True)
-            if sum("ipykernel" in " ".join(p.cmdline()) for p in family if p.is_running()) >= 2:
+        while time.monotonic() < deadline:  # until both workers run a kernel, seen in one snapshot
+            descendants, workers_with_a_kernel = process_tree(batch.pid)
+            if workers_with_a_kernel >= 2:
                 break
             time.sleep(0.2)
         else:
             pytest.fail("the batch did not start two kernels")
-        descendants = [p.pid for p in psutil.Process(batch.pid).children(recursive=True)]
         assert len(descendants) >= 5  # 2 workers, their kernels (bwrap and python), the tracker
         os.kill(batch.pid, signal.SIGKILL)
         batch.wait()
