@@ -60,10 +60,38 @@ def cmd_release(args) -> int:
         build(args.root, args.course)
     from .results.gradebook import sync_semester
 
-    for path in release(args.root, _named(args, args.assignment)):
+    names = _named(args, args.assignment)
+    for path in release(args.root, names):
         print(f"released {path}")
     sync_semester(CourseDir(args.root))  # the semester file's due dates into the gradebook, where formgrader reads them
+    if args.references:
+        _release_references(args, names)
     return 0
+
+
+def _release_references(args, names: list[str] | None) -> None:
+    """The reference values of the released solutions, computed now (autograde reuses them until a source
+    changes); said when they cannot be: no sandbox here (autograde computes them), a failing solution (an error)."""
+    from .engine.isolation.sandbox import SandboxUnavailable
+    from .running.batch import ReferenceFailed, compute_references
+
+    if not args.quiet:
+        print("running each released solution once for its reference values (--no-references: leave it to "
+              "autograde) ...", flush=True)
+    try:
+        found = compute_references(args.root, assignments=names, workers=args.workers,
+                                   limits=_limits(args), unsafe=args.unsafe)
+    except SandboxUnavailable as why:
+        print(f"reference values not computed ({why}); autograde computes them before it grades, once it can "
+              "isolate kernels", file=sys.stderr)
+        return
+    except ReferenceFailed as failure:  # released all the same: nothing done is undone
+        raise GraderError(f"{failure}. The student versions were released; once the source is fixed, "
+                          f"`{command('release', args.root)}` computes the reference values again "
+                          "(or autograde does)") from None
+    for name, seconds in found.items():
+        print(f"reference values of {name}: " + ("up to date" if seconds is None else
+                                                 f"computed in {seconds:.0f} s of kernel time, sealed"))
 
 
 def cmd_collect(args) -> int:
@@ -94,7 +122,7 @@ def cmd_collect(args) -> int:
 
 
 def cmd_autograde(args) -> int:
-    from .engine.isolation.cgroups import cgroup_gaps, cgroup_support
+    from .engine.isolation.cgroups import cgroup_changes, cgroup_gaps, cgroup_support
     from .results.table import grade_table
     from .running.batch import ReferenceFailed, autograde
 
@@ -107,6 +135,8 @@ def cmd_autograde(args) -> int:
         for gap in cgroup_gaps():
             print(f"warning: each kernel's control group bounds its memory, but this machine's cgroup has {gap} "
                   "(see grader/THREAT_MODEL.md, section 2)", file=sys.stderr)
+        if cgroup_changes():  # a change outside the grader's own group: its owner should know
+            print(f"note: {cgroup_changes()}", file=sys.stderr)
     try:
         outcomes = autograde(args.root, assignments=_named(args, args.names + args.assignment),
                              students=args.student or None,
@@ -267,10 +297,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--course-id", default=None, metavar="ID",
                    help="nbgrader's course id, written into nbgrader_config.py (default: the course's current one; "
                         "d2lite for a new course)")
-    p = subcommand("release", cmd_release, "generate the student versions (nbgrader generate_assignment)")
+    p = subcommand("release", cmd_release, "generate the student versions (nbgrader generate_assignment) and run each solution once for its reference values")
     p.add_argument("assignment", nargs="*", help="only these assignments (default: all)")
     p.add_argument("--course", type=Path, default=None, help=COURSE_HELP)
     p.add_argument("--build", action="store_true", help="rebuild from the course notebooks first")
+    p.add_argument("--no-references", dest="references", action="store_false",
+                   help="do not run the solutions for their reference values now (autograde then runs each one "
+                        "before grading its first submission)")
+    grading_options(p, workers=max(1, min(4, os.cpu_count() or 1)), cluster=False)
     p = subcommand("collect", cmd_collect, "import submissions: one folder or zip per student, or an nbgrader exchange")
     p.add_argument("inbox", type=Path, nargs="?", default=None,
                    help="the folder of uploads (INBOX/<student>/ or INBOX/<student>.zip), or an nbgrader exchange "

@@ -39,7 +39,7 @@ import signal
 import time
 from pathlib import Path
 
-__all__ = ["KernelGroup", "cgroup_gaps", "cgroup_support", "kernel_cores", "set_kernel_slots"]
+__all__ = ["KernelGroup", "cgroup_changes", "cgroup_gaps", "cgroup_support", "kernel_cores", "set_kernel_slots"]
 
 CONTROLLERS = ("memory", "cpu", "pids")
 REQUIRED = "memory"  # without it no group is made; cpu and pids are used where offered
@@ -98,14 +98,15 @@ def _write(path: Path, value) -> None:
 
 
 @functools.lru_cache(maxsize=1)
-def _bases() -> tuple[str, dict[str, Path], str, tuple[str, ...]]:
+def _bases() -> tuple[str, dict[str, Path], str, tuple[str, ...], str]:
     """(version "v2"/"v1"/"", {controller or "unified": the folder new groups go in}, a sentence saying
-    which or why not, the controllers a group gets)."""
+    which or why not, the controllers a group gets, a sentence saying what the grader turned on in a
+    group outside its own ("" when nothing))."""
     try:
         mount2, mounts1 = _mounts()
         own2, own1 = _own_paths()
     except (OSError, ValueError) as error:
-        return "", {}, f"the cgroup files cannot be read ({type(error).__name__})", ()
+        return "", {}, f"the cgroup files cannot be read ({type(error).__name__})", (), ""
     why = []
     if mount2 is not None and own2 is not None:
         base = mount2 / own2.lstrip("/")
@@ -122,15 +123,15 @@ def _bases() -> tuple[str, dict[str, Path], str, tuple[str, ...]]:
         bases = {c: mounts1[c] / own1[c].lstrip("/") for c in used}
         probe = _probe(bases)
         if not probe:
-            return "v1", bases, "cgroup v1 (" + ", ".join(str(b) for b in bases.values()) + ")" + _lacking(used), used
+            return "v1", bases, "cgroup v1 (" + ", ".join(str(b) for b in bases.values()) + ")" + _lacking(used), used, ""
         why.append(f"cgroup v1: {probe}")
     elif mounts1:
         why.append("cgroup v1 lacks memory")
-    return "", {}, "; ".join(why) or "no cgroup file system is mounted", ()
+    return "", {}, "; ".join(why) or "no cgroup file system is mounted", (), ""
 
 
 def _v2_base(base: Path, why: list[str], beside: bool = False) -> tuple[tuple | None, bool]:
-    """(("v2", {"unified": base}, sentence, controllers) when kernel groups can be made in ``base``, else
+    """(("v2", {"unified": base}, sentence, controllers, what was turned on) when kernel groups can be made in ``base``, else
     None with the reason appended to ``why``; True where ``base`` refused controllers for holding processes)."""
     where = f"cgroup v2 {'beside the grader in' if beside else 'at'} {base}"
     try:
@@ -140,7 +141,7 @@ def _v2_base(base: Path, why: list[str], beside: bool = False) -> tuple[tuple | 
             why.append(f"{where} does not offer memory")
             return None, False
         delegated = set((base / "cgroup.subtree_control").read_text().split())
-        turned_on = ""
+        turned_on = []
         if not beside and not set(used) <= delegated:
             _write(base / "cgroup.subtree_control", " ".join("+" + c for c in used))
         elif beside and not set(used) <= delegated:
@@ -150,7 +151,12 @@ def _v2_base(base: Path, why: list[str], beside: bool = False) -> tuple[tuple | 
                 return None, False
         probe = _probe({c: base for c in used})
         if not probe:
-            return ("v2", {"unified": base}, f"{where}{turned_on}{_lacking(used)}", used), False
+            control = " ".join("+" + c for c in turned_on)
+            said = f" (turned on {control} in {base / 'cgroup.subtree_control'})" if turned_on else ""
+            changed = (f"the kernels' control groups are made beside the grader's in {base}, so the grader turned on "
+                       f"{control} in its cgroup.subtree_control: the other groups there get these controllers too"
+                       if turned_on else "")
+            return ("v2", {"unified": base}, f"{where}{said}{_lacking(used)}", used, changed), False
         why.append(f"{where}: {probe}")
     except OSError as error:
         why.append(f"{where}: {error.strerror or type(error).__name__}")
@@ -158,11 +164,11 @@ def _v2_base(base: Path, why: list[str], beside: bool = False) -> tuple[tuple | 
     return None, False
 
 
-def _hand_on(parent: Path, used: tuple[str, ...], delegated: set[str]) -> tuple[tuple[str, ...], str]:
+def _hand_on(parent: Path, used: tuple[str, ...], delegated: set[str]) -> tuple[tuple[str, ...], list[str]]:
     """Ask ``parent`` (the grader's parent group, which holds no processes) to hand on each controller it is
     offered but does not hand on yet, one at a time (a write is all or nothing, and cpu alone can be refused,
-    e.g. where real-time tasks run). Returns (the controllers its children get now, a sentence part naming
-    what was turned on: the parent's other children get those controllers too, so ``autograde`` says so)."""
+    e.g. where real-time tasks run). Returns (the controllers its children get now, those turned on here: the
+    parent's other children get them too, so ``autograde`` says so, :func:`cgroup_changes`)."""
     turned_on = []
     for controller in used:
         if controller in delegated:
@@ -173,9 +179,7 @@ def _hand_on(parent: Path, used: tuple[str, ...], delegated: set[str]) -> tuple[
             continue
         turned_on.append(controller)
     handed_on = tuple(c for c in used if c in delegated or c in turned_on)
-    said = (f" (turned on {' '.join('+' + c for c in turned_on)} in {parent / 'cgroup.subtree_control'})"
-            if turned_on else "")
-    return handed_on, said
+    return handed_on, turned_on
 
 
 def _lacking(used: tuple[str, ...]) -> str:
@@ -208,14 +212,21 @@ def _probe(bases: dict[str, Path]) -> str:
 
 def cgroup_support() -> tuple[bool, str]:
     """(can each kernel get a control group?, a sentence saying which version, or why not)."""
-    version, _, why, _ = _bases()
+    version, _, why, _, _ = _bases()
     return bool(version), why
+
+
+def cgroup_changes() -> str:
+    """A sentence saying what the grader changed in a control group outside its own, to make the kernels'
+    groups there ("" when nothing): a controller turned on in a parent's ``cgroup.subtree_control`` is handed
+    to all of the parent's children, not only the grader's, so ``autograde`` says it."""
+    return _bases()[4]
 
 
 def cgroup_gaps() -> list[str]:
     """What a kernel's group does not bound here (one sentence each; [] when it bounds memory, CPU and
     processes, or when there is no group at all: :func:`cgroup_support` says that)."""
-    version, _, _, used = _bases()
+    version, _, _, used, _ = _bases()
     return _gap_sentences(used) if version else []
 
 
@@ -231,7 +242,7 @@ class KernelGroup:
     def create(cls, limits, cores: float) -> "KernelGroup | None":
         """A new group with the budgets of ``limits`` (memory_mb, max_processes) and ``cores``; None where
         cgroups cannot be used. Raises OSError when making it failed (the kernel must not start)."""
-        version, bases, _, used = _bases()
+        version, bases, _, used, _ = _bases()
         if not version:
             return None
         _sweep(version, bases)
@@ -251,7 +262,7 @@ class KernelGroup:
         """A group that bounds memory alone (a grading worker's: :mod:`grader.running.worker_memory`), made
         where kernels' groups are, beside them; None where cgroups cannot be used. Raises OSError when
         making it failed."""
-        version, bases, _, _ = _bases()
+        version, bases, _, _, _ = _bases()
         if not version:
             return None
         _sweep(version, bases)
