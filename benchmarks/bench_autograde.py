@@ -9,8 +9,10 @@ exercises, so the class is not the same five notebooks twice.
 The class is built, released and collected once with course-grader's command line, then copied,
 so both graders see the same course directory. Each repeat grades a fresh copy with each grader:
 
-- ours: ``course-grader autograde --workers 2`` (sandboxed kernels; a fresh course has no
-  reference values yet, so the time includes one trusted run of each solution notebook);
+- ours: ``course-grader autograde --workers 2`` (sandboxed kernels). ``course-grader release`` ran
+  each solution notebook once for its reference values (sealed in the course, copied with it), so
+  autograde starts grading at once; that release is timed too (with and without the reference
+  runs) and the ratio counting the reference runs is reported beside the headline;
 - stock: ``nbgrader autograde <assignment>`` for each notebook, one after the other, with the
   course's ``nbgrader_config.py`` (600 s per cell; nbgrader sets ``NBGRADER_EXECUTION`` itself).
 
@@ -54,7 +56,7 @@ REPEATS = int(os.environ.get("BENCH_AUTOGRADE_REPEATS", "1"))
 WARM = os.environ.get("BENCH_AUTOGRADE_WARM", "0") == "1"
 ONLY = [a for a in os.environ.get("BENCH_AUTOGRADE_NOTEBOOKS", "").split(",") if a]
 WORKERS = 2
-GOAL = 1.8
+GOAL = 3.0  # issue 32: at least 3x stock nbgrader on 2 cores
 
 # assignment -> grade_id of a solution cell -> (correct text, mistaken text)
 MISTAKES = {
@@ -150,17 +152,23 @@ def course_grader(root: Path, *args) -> str:
     return _run([sys.executable, "-m", "grader", "--root", root, *args], cwd=ROOT)
 
 
-def prepare(tmp: Path) -> tuple[Path, list[str], list[str]]:
-    """Build, release and collect the class; returns the course directory, assignments, mistakes."""
+def prepare(tmp: Path, flags: list[str]) -> tuple[Path, list[str], list[str], dict[str, float]]:
+    """Build, release and collect the class; returns the course directory, assignments, mistakes and
+    the release's wall seconds: ``plain`` (nbgrader's generate and release alone) and ``references``
+    (the same with the reference runs, as `course-grader release` does by default)."""
     course = tmp / "prepared"
     course_grader(course, "build", "--course", ROOT / "course")
     names = sorted(p.name for p in (course / "source").iterdir() if not ONLY or p.name in ONLY)
     if not names:
         raise SystemExit(f"BENCH_AUTOGRADE_NOTEBOOKS={','.join(ONLY)} matches no course notebook")
-    course_grader(course, "release", *names)
+    release = {}
+    for kind, extra in (("plain", ["--no-references"]), ("references", [])):
+        start = time.perf_counter()
+        course_grader(course, "release", *names, "--workers", WORKERS, "--quiet", *extra, *flags)
+        release[kind] = time.perf_counter() - start
     applied = write_class(course, tmp / "inbox", names)
     course_grader(course, "collect", tmp / "inbox")
-    return course, names, applied
+    return course, names, applied, release
 
 
 def sandbox_flag() -> list[str]:
@@ -326,13 +334,16 @@ def main() -> str:
     keep = os.environ.get("BENCH_AUTOGRADE_KEEP")  # a folder to keep the graded courses in, for inspection
     with tempfile.TemporaryDirectory(prefix="bench-autograde-") as tmp_name:
         tmp = Path(keep) if keep else Path(tmp_name)
-        prepared, names, applied = prepare(tmp)
+        prepared, names, applied, release = prepare(tmp, flags)
         shipped = sorted(f"`{p.parent.name}/{p.name}`" for p in (prepared / "source").glob("*/*")
                          if p.is_file() and p.suffix != ".ipynb")
         site = installed_d2lite(tmp)
         runs = [measure(tmp, prepared, names, size, flags, site) for size in SIZES]
     load = os.getloadavg()[0]
     big = runs[0]
+    reference_wall = max(0.0, release["references"] - release["plain"])  # the reference runs' share of a release
+    for run in runs:
+        run["counted"] = run["stock"] / (run["ours"] + reference_wall)
     diffs = [line for run in runs for line in run["diffs"]]
 
     def fmt(score):
@@ -357,9 +368,12 @@ def main() -> str:
             f"| {run['size']} students, {n} submissions | stock `nbgrader autograde <assignment>`, one notebook after "
             f"the other | {run['stock']:.0f} s | {', '.join(f'{w:.0f}' for w in walls['stock'])} s | "
             f"{n / run['stock'] * 60:.1f} | 1.00x |",
-            f"| {run['size']} students, {n} submissions | `course-grader autograde --workers {WORKERS}`, {mode}, incl. "
-            f"{len(names)} reference run{'s' if len(names) > 1 else ''} | {run['ours']:.0f} s | {', '.join(f'{w:.0f}' for w in walls['ours'])} s | "
+            f"| {run['size']} students, {n} submissions | `course-grader autograde --workers {WORKERS}`, {mode}, "
+            f"reference values from the release | {run['ours']:.0f} s | {', '.join(f'{w:.0f}' for w in walls['ours'])} s | "
             f"{n / run['ours'] * 60:.1f} | **{run['ratio']:.2f}x** |",
+            f"| {run['size']} students, {n} submissions | the same plus the release's {len(names)} reference "
+            f"run{'s' if len(names) > 1 else ''} ({reference_wall:.0f} s wall) | {run['ours'] + reference_wall:.0f} s | "
+            f"- | {n / (run['ours'] + reference_wall) * 60:.1f} | {run['counted']:.2f}x |",
             *([f"| {run['size']} students, {n} submissions | the same, `--force` regrade with the reference values "
                f"cached | {statistics.median(walls['warm']):.0f} s | {', '.join(f'{w:.0f}' for w in walls['warm'])} s | "
                f"{n / statistics.median(walls['warm']) * 60:.1f} | {run['stock'] / statistics.median(walls['warm']):.2f}x |"]
@@ -369,7 +383,8 @@ def main() -> str:
     return "\n".join([
         f"## Autograde throughput: course-grader --workers {WORKERS} vs stock nbgrader (goal: >= {GOAL}x)",
         f"<!-- headline: autograde {big['n']} submissions, course-grader --workers {WORKERS} vs stock nbgrader | "
-        f"{big['ratio']:.2f}x faster{others}, {len(diffs)} score difference(s) | >= {GOAL}x, identical scores -->",
+        f"{big['ratio']:.2f}x faster ({big['counted']:.2f}x counting the release's reference runs){others}, "
+        f"{len(diffs)} score difference(s) | >= {GOAL}x, identical scores -->",
         "",
         f"A class of {len(CLASS)} students x {len(names)} notebooks = {big['n']} submissions "
         f"({', '.join(names)}), each grader on a fresh copy of the same collected course"
@@ -399,13 +414,15 @@ def main() -> str:
         f"machine ({'meets' if big['ratio'] >= GOAL else 'misses'} the {GOAL}x goal)"
         + "".join(f"; {run['n']} submissions {run['ratio']:.2f}x ({'meets' if run['ratio'] >= GOAL else 'misses'} it)"
                   for run in runs[1:]) +
-        ". Both execute each submission once, in a fresh kernel; course-grader runs two sandboxed kernels at a "
-        "time where nbgrader runs one, and first runs each solution notebook once in a trusted kernel for its "
-        f"reference values ({' + '.join(f'{v:.0f}' for v in reference_s.values())} = {sum(reference_s.values()):.0f} s "
-        "of kernel time here, cached until the source changes): a cost per assignment, not per submission, "
-        "so it weighs more the smaller the class. Each assignment's submissions start as soon as its own "
-        "reference run is done, the longest notebooks first, and the two kernels get one core's worth of "
-        "torch threads each.",
+        f"; counting the release's reference runs as well, {big['counted']:.2f}x. Both execute each submission "
+        "once, in a fresh kernel; course-grader runs two sandboxed kernels at a time where nbgrader runs one. "
+        "Each solution notebook runs once in a trusted kernel for its reference values "
+        f"({' + '.join(f'{v:.0f}' for v in reference_s.values())} = {sum(reference_s.values()):.0f} s of kernel "
+        f"time here): `course-grader release` does it (the release took {release['references']:.0f} s with them, "
+        f"{release['plain']:.0f} s with `--no-references`), before students hand anything in, and autograde "
+        "reuses the sealed values until a source changes (a course released with `--no-references` has "
+        "autograde run them first). The longest notebooks are graded first, and the two kernels get one "
+        "core's worth of torch threads each.",
     ])
 
 

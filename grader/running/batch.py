@@ -32,7 +32,7 @@ from .pending import gradebook_scores, pending_submissions, reference_plan
 from .runner import open_runner
 from .schedule import GradingQueue, ReferenceRun, SubmissionRun
 
-__all__ = ["ReferenceFailed", "NotGraded", "Outcomes", "autograde", "outcomes"]
+__all__ = ["ReferenceFailed", "NotGraded", "Outcomes", "autograde", "compute_references", "outcomes"]
 
 
 class Outcomes(list):
@@ -128,6 +128,38 @@ def autograde(root: Path, *, assignments: list[str] | None = None, students: lis
         raise NotGraded("not graded, left pending (run autograde again once fixed):\n" + "\n".join(
             f"  {student} / {assignment}: {why}" for (student, assignment), why in batch.refused.items()), graded)
     return graded
+
+
+def compute_references(root: Path, *, assignments: list[str] | None = None, workers: int = 1, limits=None,
+                       unsafe: bool = False) -> dict[str, float | None]:
+    """Run each assignment's trusted solution whose sealed reference values are missing or older than its
+    source, and seal them, as autograde would before grading the assignment's first submission; return
+    {assignment: seconds of kernel time, None where the values were already up to date}.
+
+    `course-grader release` calls this, so that grading starts at once when the submissions come and a
+    solution that fails its own run is found before students get the notebook. Raises
+    :class:`ReferenceFailed` naming each assignment whose solution failed (the others are sealed)."""
+    from ..authoring.config import load_limits
+    from ..engine.isolation.sandbox import SandboxUnavailable, sandbox_status
+
+    course = CourseDir(Path(root)).resolved()
+    names = assignments or course.assignments()
+    if not unsafe:
+        isolated, why = sandbox_status()
+        if not isolated:
+            raise SandboxUnavailable(f"cannot isolate the reference runs: {why}")
+    key = course_key(course.key)
+    stale, _ = reference_plan(course, names, key)
+    batch = _Batch(course, limits or load_limits(course.root), unsafe, False, key)
+    if stale:
+        with open_runner(workers=workers) as runner:
+            batch.run(runner, None, [], stale, {})
+    if batch.failed:
+        raise ReferenceFailed("; ".join(f"the solution of {assignment} fails its own run, so autograde cannot "
+                                        f"grade {assignment} until its source is fixed: {why}"
+                                        for assignment, why in batch.failed.items()), [])
+    _, seconds = reference_plan(course, stale, key)
+    return {name: (seconds.get(name) if name in stale else None) for name in names}
 
 
 def _with_unsaved(results: list[Outcome], unsaved: list[Outcome]) -> list[Outcome]:
