@@ -73,25 +73,29 @@ def _release_references(args, names: list[str] | None) -> None:
     """The reference values of the released solutions, computed now (autograde reuses them until a source
     changes); said when they cannot be: no sandbox here (autograde computes them), a failing solution (an error)."""
     from .engine.isolation.sandbox import SandboxUnavailable
-    from .running.batch import ReferenceFailed, compute_references
+    from .running.batch import compute_references
 
     if not args.quiet:
-        print("running each released solution once for its reference values (--no-references: leave it to "
-              "autograde) ...", flush=True)
+        print("running each released solution whose reference values are not up to date (--no-references: "
+              "leave it to autograde) ...", flush=True)
     try:
-        found = compute_references(args.root, assignments=names, workers=args.workers,
-                                   limits=_limits(args), unsafe=args.unsafe)
+        sealed, failed = compute_references(args.root, assignments=names, workers=args.workers,
+                                            limits=_limits(args), unsafe=args.unsafe)
     except SandboxUnavailable as why:
         print(f"reference values not computed ({why}); autograde computes them before it grades, once it can "
-              "isolate kernels", file=sys.stderr)
+              "isolate kernels (or with --unsafe, for solutions you trust)", file=sys.stderr)
         return
-    except ReferenceFailed as failure:  # released all the same: nothing done is undone
-        raise GraderError(f"{failure}. The student versions were released; once the source is fixed, "
-                          f"`{command('release', args.root)}` computes the reference values again "
-                          "(or autograde does)") from None
-    for name, seconds in found.items():
+    for name, seconds in sealed.items():
         print(f"reference values of {name}: " + ("up to date" if seconds is None else
                                                  f"computed in {seconds:.0f} s of kernel time, sealed"))
+    if failed:  # released all the same: nothing done is undone
+        raise GraderError("; ".join(f"the reference run of {name} failed: {why}" for name, why in failed.items())
+                          + ". The student versions were released, but autograde grades no submission of "
+                          f"{', '.join(failed)} until the solution passes its own tests (stock nbgrader would score "
+                          "the failing test 0 for every student). Fix the solution where you write the course, "
+                          f"then release again: `{command('release --build', args.root)}` rebuilds from course/ "
+                          "first (--course DIR for another folder); plain `release` runs what is in "
+                          f"{CourseDir(args.root).root / 'source'} again")
 
 
 def cmd_collect(args) -> int:
@@ -122,7 +126,7 @@ def cmd_collect(args) -> int:
 
 
 def cmd_autograde(args) -> int:
-    from .engine.isolation.cgroups import cgroup_changes, cgroup_gaps, cgroup_support
+    from .engine.isolation.cgroups import cgroup_gaps, cgroup_support
     from .results.table import grade_table
     from .running.batch import ReferenceFailed, autograde
 
@@ -135,8 +139,6 @@ def cmd_autograde(args) -> int:
         for gap in cgroup_gaps():
             print(f"warning: each kernel's control group bounds its memory, but this machine's cgroup has {gap} "
                   "(see grader/THREAT_MODEL.md, section 2)", file=sys.stderr)
-        if cgroup_changes():  # a change outside the grader's own group: its owner should know
-            print(f"note: {cgroup_changes()}", file=sys.stderr)
     try:
         outcomes = autograde(args.root, assignments=_named(args, args.names + args.assignment),
                              students=args.student or None,
@@ -389,3 +391,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; run the same command again to continue where it stopped", file=sys.stderr)
         return 130
+    finally:
+        _note_cgroup_changes()
+
+
+def _note_cgroup_changes() -> None:
+    """Say what this command changed in a control group outside the grader's own (release, autograde, check
+    and demo look when they make kernel groups): its other groups get those controllers too."""
+    from .engine.isolation.cgroups import cgroup_changes
+
+    if cgroup_changes():
+        print(f"note: {cgroup_changes()}", file=sys.stderr)

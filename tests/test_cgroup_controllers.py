@@ -156,24 +156,28 @@ def test_beside_the_grader_a_controller_the_parent_refuses_costs_only_that_budge
     assert folder.parent == base.parent and (folder / "pids.max").read_text() == "40"
 
 
-def test_autograde_says_what_it_turned_on_outside_its_own_group(fake_v2, monkeypatch, capsys):
-    """The parent's other children get a controller turned on there too: autograde tells the instructor, once."""
+def test_the_command_line_says_what_it_turned_on_outside_its_own_group(fake_v2, monkeypatch, capsys):
+    """The parent's other children get a controller turned on there too: the command that did it says so, once,
+    whatever its flags; a command that made no kernel group looks at nothing and says nothing."""
     from grader import cli
-    from grader.running import batch
     from grader.results import table
+    from grader.running import batch
 
     base = _busy_grader_group(fake_v2, monkeypatch, refuse_parent=False)
     monkeypatch.setattr(batch, "autograde", lambda *a, **k: batch.Outcomes([], pending=1))  # the printing alone
     monkeypatch.setattr(table, "grade_table", lambda *a, **k: "")
-    args = SimpleNamespace(unsafe=False, scheduler=None, root=base, names=[], assignment=[], student=[], workers=1,
-                           force=False, cell_timeout=None, quiet=True)
+    monkeypatch.setattr(cli, "needs_course", lambda args: False)
     monkeypatch.setattr(cli, "_limits", lambda args: None)
-    assert cli.cmd_autograde(args) == 0
+    monkeypatch.setattr(cli, "cmd_export", lambda args: 0)  # a command that makes no kernel group
+    assert cli.main(["export", "--root", str(base)]) == 0
+    assert capsys.readouterr().err == "" and not cgroups._bases.cache_info().currsize
+
+    assert cli.main(["autograde", "--unsafe", "--root", str(base)]) == 0
     said = capsys.readouterr().err
-    assert "turned on +cpu +pids in its cgroup.subtree_control" in said and str(base.parent) in said, said
+    assert said.count("turned on +cpu +pids in its cgroup.subtree_control") == 1 and str(base.parent) in said, said
     assert "the other groups there get these controllers too" in said
 
     (base.parent / "cgroup.subtree_control").write_text("memory cpu pids\n")  # as the kernel shows it now
     cgroups._bases.cache_clear()  # the next run finds them on: nothing changed, nothing said
-    assert cli.cmd_autograde(args) == 0
+    assert cli.main(["autograde", "--root", str(base)]) == 0
     assert "turned on" not in capsys.readouterr().err

@@ -53,8 +53,9 @@ def test_a_solution_that_fails_its_own_run_is_said_at_release_and_the_release_is
     nbs.write_notebook(nb, source)
     assert main(["release", "--root", str(root), "--quiet"]) == 2
     said = capsys.readouterr().err
-    assert f"the solution of {A} fails its own run" in said and "test_scale" in said
-    assert "The student versions were released" in said
+    assert f"the reference run of {A} failed" in said and "test_scale" in said, said
+    assert "The student versions were released" in said and "release --build" in said, said
+    assert "run autograde again" not in said  # autograde's advice; nothing is collected yet
     assert CourseDir(root).released_notebook(A).is_file()
     assert not CourseDir(root).references(A, A).exists()
 

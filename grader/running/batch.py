@@ -131,15 +131,17 @@ def autograde(root: Path, *, assignments: list[str] | None = None, students: lis
 
 
 def compute_references(root: Path, *, assignments: list[str] | None = None, workers: int = 1, limits=None,
-                       unsafe: bool = False) -> dict[str, float | None]:
+                       unsafe: bool = False) -> tuple[dict[str, float | None], dict[str, str]]:
     """Run each assignment's trusted solution whose sealed reference values are missing or older than its
-    source, and seal them, as autograde would before grading the assignment's first submission; return
-    {assignment: seconds of kernel time, None where the values were already up to date}.
+    source, and seal them, as autograde would before grading the assignment's first submission. Returns
+    ({assignment: seconds of kernel time, None where its values were already up to date}, {assignment whose
+    reference run failed: why}).
 
     `course-grader release` calls this, so that grading starts at once when the submissions come and a
-    solution that fails its own run is found before students get the notebook. Raises
-    :class:`ReferenceFailed` naming each assignment whose solution failed (the others are sealed)."""
+    solution that fails its own run is found before students start. Raises SandboxUnavailable (before any
+    run) where kernels cannot be isolated and ``unsafe`` is not given."""
     from ..authoring.config import load_limits
+    from ..engine.grade import REFUSED
     from ..engine.isolation.sandbox import SandboxUnavailable, sandbox_status
 
     course = CourseDir(Path(root)).resolved()
@@ -154,12 +156,10 @@ def compute_references(root: Path, *, assignments: list[str] | None = None, work
     if stale:
         with open_runner(workers=workers) as runner:
             batch.run(runner, None, [], stale, {})
-    if batch.failed:
-        raise ReferenceFailed("; ".join(f"the solution of {assignment} fails its own run, so autograde cannot "
-                                        f"grade {assignment} until its source is fixed: {why}"
-                                        for assignment, why in batch.failed.items()), [])
     _, seconds = reference_plan(course, stale, key)
-    return {name: (seconds.get(name) if name in stale else None) for name in names}
+    sealed = {name: (seconds[name] if name in stale else None) for name in names if name in seconds or name not in stale}
+    failed = {name: why.replace(REFUSED, "").rstrip(". ") for name, why in batch.failed.items()}  # autograde's advice
+    return sealed, failed
 
 
 def _with_unsaved(results: list[Outcome], unsaved: list[Outcome]) -> list[Outcome]:

@@ -217,10 +217,11 @@ def cgroup_support() -> tuple[bool, str]:
 
 
 def cgroup_changes() -> str:
-    """A sentence saying what the grader changed in a control group outside its own, to make the kernels'
-    groups there ("" when nothing): a controller turned on in a parent's ``cgroup.subtree_control`` is handed
-    to all of the parent's children, not only the grader's, so ``autograde`` says it."""
-    return _bases()[4]
+    """A sentence saying what this process changed in a control group outside the grader's own, to make the
+    kernels' groups there ("" when nothing, or when it has not looked at the cgroups yet: asking looks at
+    nothing): a controller turned on in a parent's ``cgroup.subtree_control`` is handed to all of the parent's
+    children, not only the grader's, so the command line says it."""
+    return _bases()[4] if _bases.cache_info().currsize else ""
 
 
 def cgroup_gaps() -> list[str]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from .seal import seal, verify
@@ -66,7 +67,10 @@ class References:
         data = self.to_dict()
         if key is not None:
             data["seal"] = seal(key, self.to_dict())
-        Path(path).write_text(json.dumps(data), encoding="utf-8")
+        path = Path(path)
+        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")  # a reader never sees half a file
+        partial.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(partial, path)
 
     @classmethod
     def load(cls, path: Path, key: bytes | None = None) -> "References":
