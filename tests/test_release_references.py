@@ -66,3 +66,17 @@ def test_no_references_leaves_the_runs_to_autograde(tmp_path, capsys):
     assert "reference values" not in capsys.readouterr().out
     assert CourseDir(root).released_notebook(A).is_file()
     assert not CourseDir(root).references(A, A).exists()
+
+
+def test_where_kernels_cannot_be_isolated_release_says_so_and_leaves_the_runs_to_autograde(tmp_path, capsys,
+                                                                                         monkeypatch):
+    from grader.engine.isolation import sandbox
+
+    root = built(tmp_path / "course")
+    monkeypatch.setattr(sandbox, "sandbox_status", lambda: (False, "bubblewrap is not installed"))
+    assert main(["release", "--root", str(root), "--quiet"]) == 0  # the release itself needs no sandbox
+    said = capsys.readouterr().err
+    assert "reference values not computed (cannot isolate the reference runs: bubblewrap is not installed)" in said
+    assert "autograde computes them" in said and "--unsafe" in said, said
+    assert CourseDir(root).released_notebook(A).is_file()
+    assert not CourseDir(root).references(A, A).exists()
