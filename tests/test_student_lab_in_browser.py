@@ -108,10 +108,19 @@ def close_dialogs(page) -> list[str]:
     return texts
 
 
+# How long one Shift+Enter may take to show [*] or [n] in the cell's prompt before it is pressed again. JupyterLab
+# shows [*] within a fraction of a second of the keystroke, but an execution sent just after the kernel started can be
+# lost whole (the kernel's first messages miss the server: jupyterlab/jupyterlab#8490, open), and the prompt then
+# stays empty for ever: waiting 60 s for it cost each test a minute in about one run of two. A second keystroke
+# runs the cell; one pressed when the first was only slow runs it twice, which the tests below allow.
+PROMPT_WAIT_MS = 10_000
+ATTEMPTS = 8
+
+
 def run_cell(page, cell) -> None:
     """Run ``cell`` with Shift+Enter, making sure the keystroke reached it (its prompt shows [*] or [n])."""
     closed: list[str] = []
-    for _ in range(3):
+    for _ in range(ATTEMPTS):
         closed += close_dialogs(page)
         try:
             cell.locator(".jp-InputArea-editor").click(timeout=60_000)
@@ -121,12 +130,12 @@ def run_cell(page, cell) -> None:
         try:
             page.wait_for_function(
                 "el => /\\[(\\*|\\d+)\\]/.test(el.innerText)",
-                arg=cell.locator(".jp-InputArea-prompt").element_handle(), timeout=60_000)
+                arg=cell.locator(".jp-InputArea-prompt").element_handle(), timeout=PROMPT_WAIT_MS)
             return
         except Exception:
             continue
     screenshot(page, "run-cell-failed.png")
-    raise AssertionError(f"the cell did not start running after three Shift+Enter (dialogs closed: {closed})")
+    raise AssertionError(f"the cell did not start running after {ATTEMPTS} Shift+Enter (dialogs closed: {closed})")
 
 
 def screenshot(page, name: str) -> Path:
