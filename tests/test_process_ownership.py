@@ -1,8 +1,9 @@
 """A batch killed with SIGKILL leaves no process of its own behind.
 
-The main process owns its workers, and they own their kernels: when it dies, they die (Linux
-parent-death signal for the workers, bubblewrap's --die-with-parent for the kernels), and the
-multiprocessing resource tracker, left without users, ends too.
+The main process owns the fork server its workers come from, and they own their kernels: when it dies, the
+server ends (its pipe from the main process closes), the workers die with the server (Linux parent-death
+signal), the kernels with their workers (bubblewrap's --die-with-parent), and the multiprocessing resource
+tracker, left without users, ends too.
 """
 from __future__ import annotations
 
@@ -40,18 +41,20 @@ def command_line(process: psutil.Process) -> str:
 
 
 def process_tree(batch_pid: int) -> tuple[list[int], int]:
-    """One snapshot of the batch's processes: every descendant's pid, and how many of its direct
-    children (the workers) have an ipykernel below them. Kernels are counted by worker, since
-    bwrap's command line names ipykernel too and would count one kernel twice."""
-    descendants, workers_with_a_kernel = [], 0
-    for child in psutil.Process(batch_pid).children():
+    """One snapshot of the batch's processes: every descendant's pid (its workers, the fork server they come
+    from, the resource tracker, the kernels), and how many kernels run. A kernel is its Python process:
+    bubblewrap's processes above it name ipykernel in their command lines too and are not counted."""
+    try:
+        descendants = psutil.Process(batch_pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return [], 0
+    kernels = 0
+    for process in descendants:
         try:
-            below = child.children(recursive=True)
+            kernels += "ipykernel" in command_line(process) and process.name() != "bwrap"
         except psutil.NoSuchProcess:
-            continue
-        descendants += [child.pid, *(p.pid for p in below)]
-        workers_with_a_kernel += any("ipykernel" in command_line(p) for p in below)
-    return descendants, workers_with_a_kernel
+            pass
+    return [p.pid for p in descendants], kernels
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
@@ -63,13 +66,13 @@ def test_workers_kernels_and_the_resource_tracker_end_with_a_killed_batch(tmp_pa
     try:
         deadline = time.monotonic() + 900
         while time.monotonic() < deadline:  # until both workers run a kernel, seen in one snapshot
-            descendants, workers_with_a_kernel = process_tree(batch.pid)
-            if workers_with_a_kernel >= 2:
+            descendants, kernels = process_tree(batch.pid)
+            if kernels >= 2:
                 break
             time.sleep(0.2)
         else:
             pytest.fail("the batch did not start two kernels")
-        assert len(descendants) >= 5  # 2 workers, their kernels (bwrap and python), the tracker
+        assert len(descendants) >= 6  # 2 workers, their kernels (bwrap and python), the fork server, the tracker
         os.kill(batch.pid, signal.SIGKILL)
         batch.wait()
         deadline = time.monotonic() + 300  # a safety net for a busy machine, not a measurement

@@ -5,6 +5,7 @@ loads it with traitlets), so the course directory behaves the same whichever too
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -16,7 +17,7 @@ from traitlets.config.loader import PyFileConfigLoader
 from .coursedir import MARKER
 
 __all__ = ["COURSE_ID", "CONFIG_NAME", "write_config", "load_config", "load_limits", "deduct_certain_findings",
-           "nbgrader_api",
+           "nbgrader_api", "ask_alembic_once",
            "course_id_problem", "configured_course_id"]
 
 COURSE_ID = "d2lite"  # the default course id (``course-grader build --course-id`` sets another)
@@ -163,12 +164,25 @@ def _venv_on_path() -> None:
         os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
 
 
+def ask_alembic_once() -> None:
+    """Let nbgrader ask alembic for its gradebook schema version once per process.
+
+    Each time nbgrader creates a gradebook it runs ``alembic heads`` (``nbgrader.api.get_alembic_version``),
+    a subprocess that costs about 2 s of CPU; the answer depends only on the installed nbgrader, so the
+    first answer is kept and nbgrader's own function is still what gives it. Idempotent."""
+    import nbgrader.api
+
+    _venv_on_path()
+    if not hasattr(nbgrader.api.get_alembic_version, "cache_info"):
+        nbgrader.api.get_alembic_version = functools.cache(nbgrader.api.get_alembic_version)
+
+
 def nbgrader_api(root: Path, imposed: Config | None = None):
     """nbgrader's own API object for the course at ``root``; ``imposed`` settings win over the file's."""
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
-    _venv_on_path()
+    ask_alembic_once()
     config = load_config(root)
     if imposed is not None:
         config.merge(imposed)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,7 +31,7 @@ from .worker_memory import bound_worker, check_bounded
 
 __all__ = ["TrustedNotebook", "ReferenceJob", "GradeJob", "NotebooksJob", "run_reference_job", "run_grade_job",
            "run_notebooks_job", "run_notebooks_reference_job", "merged_results", "start_worker", "share_cores",
-           "die_with_parent", "failed_result"]
+           "die_with_parent", "failed_result", "WORKER_MODULES"]
 
 
 @dataclass(frozen=True)
@@ -161,18 +162,36 @@ def failed_result(assignment: TrustedNotebook, why: str) -> Outcome:
                    notebooks={Path(assignment.name).stem: nbformat.writes(nb)})
 
 
-def start_worker(workers: int, parent: int, memory_mb: int) -> None:
-    """Runs first in each local worker process: it ends with its parent, shares the cores, and bounds its
-    memory to ``memory_mb`` (:mod:`grader.running.worker_memory`)."""
-    die_with_parent(parent)
+# What a worker imports to run any job (the engine, and torch with the comparisons): a local runner's
+# workers are forked from a server that imported these once (grader.running.runner), so each new worker
+# starts in milliseconds instead of importing them again (about 3 s of CPU).
+WORKER_MODULES = ("grader.running.jobs", "grader.engine.grade", "grader.engine.verdict.references",
+                  "grader.engine.verdict.compare", "nbformat")
+
+
+def start_worker(workers: int, grader: int, memory_mb: int, environ: dict[str, str] | None = None) -> None:
+    """Runs first in each local worker process: it takes the grader's environment as it was when the pool was
+    made (``environ``; a worker forked from a server would otherwise keep the server's), ends with the grader
+    (process ``grader``), shares the cores, and bounds its memory to ``memory_mb``
+    (:mod:`grader.running.worker_memory`)."""
+    if environ is not None:
+        os.environ.clear()
+        os.environ.update(environ)
+    die_with_parent(grader)
     share_cores(workers)
     bound_worker(memory_mb)
 
 
-def die_with_parent(parent: int) -> None:
-    """Linux: the kernel sends this process SIGKILL when ``parent`` (its parent process) dies, even by
-    SIGKILL, so a killed batch leaves no worker running (its kernels end with it: bubblewrap's
-    --die-with-parent). Elsewhere nothing is done."""
+def die_with_parent(grader: int) -> None:
+    """Linux: this process ends when the grader (process ``grader``) does, even when it is killed with SIGKILL,
+    so a killed batch leaves no worker running (its kernels end with it: bubblewrap's --die-with-parent).
+
+    A worker's parent is the grader (spawned) or the fork server the grader started (:mod:`grader.running.runner`).
+    The kernel sends the worker SIGKILL when that parent dies; a worker of the fork server also watches the
+    grader itself (a thread waiting on its pidfd), because the server only ends once the grader *and* all of
+    its workers have: without the watch, the server and its workers would keep each other alive. If the
+    parent is already neither the grader nor its server (the grader died before this ran), the worker exits
+    at once. Elsewhere nothing is done."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
@@ -180,8 +199,35 @@ def die_with_parent(parent: int) -> None:
 
     PR_SET_PDEATHSIG = 1
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # the parent died before the call above took effect
+    parent = os.getppid()
+    if parent == grader:
+        return
+    try:
+        watched = os.pidfd_open(grader)
+    except OSError:  # the grader is gone (the runner forks workers only where pidfds exist)
         os._exit(1)
+    if _parent_of(parent) != grader:  # the server lost the grader (or the pid is another process's now)
+        os._exit(1)
+    threading.Thread(target=_exit_when_ended, args=(watched,), name="grader-watch", daemon=True).start()
+
+
+def _exit_when_ended(pidfd: int) -> None:
+    """Wait until the process behind ``pidfd`` has ended, then end this process at once (SIGKILL, as the
+    parent-death signal would)."""
+    import select
+    import signal
+
+    select.select([pidfd], [], [])
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _parent_of(pid: int) -> int | None:
+    """The parent process id of ``pid`` (from /proc), or None when it cannot be read."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2:].split()[1])  # after "pid (name) state": ppid
 
 
 def share_cores(workers: int) -> None:
