@@ -12,7 +12,7 @@ import sys
 import pytest
 
 import grader.running.jobs
-from grader.running.runner import LocalRunner, worker_context
+from grader.running.runner import LocalRunner, _pidfds, worker_context
 
 SETTING = "COURSE_GRADER_TEST_SETTING"
 
@@ -27,6 +27,12 @@ def worker_modules_in_caller_state(_job) -> tuple[str, ...]:
 
 def parent_of_worker(_job) -> int:
     return os.getppid()
+
+
+def torch_threads_in_worker(_job) -> tuple[int, str | None]:
+    import torch
+
+    return torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS")
 
 
 def test_each_pool_sees_the_environment_of_the_moment_it_was_made(monkeypatch):
@@ -51,9 +57,22 @@ def test_a_worker_inherits_no_state_of_the_caller(monkeypatch):
     assert seen != ("changed in the caller",) and "grader.engine.grade" in seen
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked from a server on Linux only")
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not _pidfds(),
+                    reason="workers are forked from a server on Linux with pidfds only")
 def test_workers_come_from_a_fork_server_that_is_not_the_caller():
     assert worker_context().get_start_method() == "forkserver"
     with LocalRunner(workers=2) as runner:
         parents = {runner.result(runner.submit(parent_of_worker, None)) for _ in range(4)}
     assert len(parents) == 1 and os.getpid() not in parents
+
+
+def test_torch_in_a_worker_uses_the_thread_count_its_pool_was_given(monkeypatch):
+    """torch is imported by the fork server, before a worker learns its share of the cores: the share is
+    given to torch too (here the caller's own OMP_NUM_THREADS, which wins; the first pool makes sure the
+    server was started with another value)."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    with LocalRunner(workers=2) as runner:
+        runner.result(runner.submit(torch_threads_in_worker, None))
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    with LocalRunner(workers=2) as runner:
+        assert runner.result(runner.submit(torch_threads_in_worker, None)) == (3, "3")

@@ -1,9 +1,10 @@
 """A batch killed with SIGKILL leaves no process of its own behind.
 
-The main process owns the fork server its workers come from, and they own their kernels: when it dies, the
-server ends (its pipe from the main process closes), the workers die with the server (Linux parent-death
-signal), the kernels with their workers (bubblewrap's --die-with-parent), and the multiprocessing resource
-tracker, left without users, ends too.
+The main process owns the fork server its workers come from, and they own their kernels: when it dies, each
+worker kills itself (it watches the main process through a pidfd; a worker whose server dies gets the Linux
+parent-death signal), the kernels die with their workers (bubblewrap's --die-with-parent), the server ends
+once the main process and all its workers have, and the multiprocessing resource tracker, left without
+users, ends too.
 """
 from __future__ import annotations
 
@@ -42,19 +43,27 @@ def command_line(process: psutil.Process) -> str:
 
 def process_tree(batch_pid: int) -> tuple[list[int], int]:
     """One snapshot of the batch's processes: every descendant's pid (its workers, the fork server they come
-    from, the resource tracker, the kernels), and how many kernels run. A kernel is its Python process:
-    bubblewrap's processes above it name ipykernel in their command lines too and are not counted."""
+    from, the resource tracker, the kernels), and how many workers have a kernel below them. The workers are
+    the fork server's children (or, where workers are spawned, the batch's own); kernels are counted by
+    worker, since bubblewrap's command line names ipykernel too and would count one kernel twice."""
     try:
-        descendants = psutil.Process(batch_pid).children(recursive=True)
+        children = psutil.Process(batch_pid).children()
+        descendants = [p.pid for p in psutil.Process(batch_pid).children(recursive=True)]
     except psutil.NoSuchProcess:
         return [], 0
-    kernels = 0
-    for process in descendants:
+    workers = []
+    for child in children:
         try:
-            kernels += "ipykernel" in command_line(process) and process.name() != "bwrap"
+            workers += child.children() if "forkserver" in command_line(child) else [child]
         except psutil.NoSuchProcess:
             pass
-    return [p.pid for p in descendants], kernels
+    with_a_kernel = 0
+    for worker in workers:
+        try:
+            with_a_kernel += any("ipykernel" in command_line(p) for p in worker.children(recursive=True))
+        except psutil.NoSuchProcess:
+            pass
+    return descendants, with_a_kernel
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
@@ -66,8 +75,8 @@ def test_workers_kernels_and_the_resource_tracker_end_with_a_killed_batch(tmp_pa
     try:
         deadline = time.monotonic() + 900
         while time.monotonic() < deadline:  # until both workers run a kernel, seen in one snapshot
-            descendants, kernels = process_tree(batch.pid)
-            if kernels >= 2:
+            descendants, workers_with_a_kernel = process_tree(batch.pid)
+            if workers_with_a_kernel >= 2:
                 break
             time.sleep(0.2)
         else:

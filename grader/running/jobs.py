@@ -217,8 +217,13 @@ def _exit_when_ended(pidfd: int) -> None:
     import select
     import signal
 
-    select.select([pidfd], [], [])
-    os.kill(os.getpid(), signal.SIGKILL)
+    try:
+        watch = select.poll()
+        watch.register(pidfd, select.POLLIN)
+        while not watch.poll():
+            pass
+    finally:  # whatever happened to the watch, the worker does not outlive it
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _parent_of(pid: int) -> int | None:
@@ -240,3 +245,6 @@ def share_cores(workers: int) -> None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ.setdefault(name, str(max(1, cores // workers)))
+    torch = sys.modules.get("torch")  # imported before these were set (by the fork server): tell it too
+    if torch is not None and os.environ.get("OMP_NUM_THREADS", "").isdigit():
+        torch.set_num_threads(max(1, int(os.environ["OMP_NUM_THREADS"])))
