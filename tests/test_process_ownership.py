@@ -18,8 +18,10 @@ import psutil
 import pytest
 
 from classroom import class_of, released_course, write_inbox
+from grader.engine.isolation.warm import HOLDER_ARGV
 from grader.intake.collect import collect
 
+HOLDER = HOLDER_ARGV[-1]
 GRADE = "import sys; from pathlib import Path; from grader.running.batch import autograde; autograde(Path(sys.argv[1]), workers=2)"
 
 
@@ -43,9 +45,11 @@ def command_line(process: psutil.Process) -> str:
 
 def process_tree(batch_pid: int) -> tuple[list[int], int]:
     """One snapshot of the batch's processes: every descendant's pid (its workers, the fork server they come
-    from, the resource tracker, the kernels), and how many workers have a kernel below them. The workers are
-    the fork server's children (or, where workers are spawned, the batch's own); kernels are counted by
-    worker, since bubblewrap's command line names ipykernel too and would count one kernel twice."""
+    from, the resource tracker, the kernels, their warm template), and how many workers have a kernel below them.
+    The workers are the fork server's children (or, where workers are spawned, the batch's own); kernels are
+    counted by worker, since bubblewrap's command line names the kernel too and would count one kernel twice. A
+    kernel shows as ipykernel (a cold start) or as its sandbox's holder (a warm start: the kernel itself then
+    carries its template's command line)."""
     try:
         children = psutil.Process(batch_pid).children()
         descendants = [p.pid for p in psutil.Process(batch_pid).children(recursive=True)]
@@ -60,7 +64,8 @@ def process_tree(batch_pid: int) -> tuple[list[int], int]:
     with_a_kernel = 0
     for worker in workers:
         try:
-            with_a_kernel += any("ipykernel" in command_line(p) for p in worker.children(recursive=True))
+            with_a_kernel += any("ipykernel" in command_line(p) or HOLDER in command_line(p)
+                                 for p in worker.children(recursive=True))
         except psutil.NoSuchProcess:
             pass
     return descendants, with_a_kernel
@@ -81,7 +86,7 @@ def test_workers_kernels_and_the_resource_tracker_end_with_a_killed_batch(tmp_pa
             time.sleep(0.2)
         else:
             pytest.fail("the batch did not start two kernels")
-        assert len(descendants) >= 6  # 2 workers, their kernels (bwrap and python), the fork server, the tracker
+        assert len(descendants) >= 6  # 2 workers, their kernels (bwrap and python or holder), the fork server, the tracker
         os.kill(batch.pid, signal.SIGKILL)
         batch.wait()
         deadline = time.monotonic() + 300  # a safety net for a busy machine, not a measurement

@@ -31,7 +31,7 @@ from .worker_memory import bound_worker, check_bounded
 
 __all__ = ["TrustedNotebook", "ReferenceJob", "GradeJob", "NotebooksJob", "run_reference_job", "run_grade_job",
            "run_notebooks_job", "run_notebooks_reference_job", "merged_results", "start_worker", "share_cores",
-           "die_with_parent", "failed_result", "WORKER_MODULES"]
+           "die_with_parent", "failed_result", "worker_environ", "WORKER_MODULES"]
 
 
 @dataclass(frozen=True)
@@ -235,16 +235,23 @@ def _parent_of(pid: int) -> int | None:
     return int(stat[stat.rindex(")") + 2:].split()[1])  # after "pid (name) state": ppid
 
 
+def worker_environ(workers: int, environ) -> dict[str, str]:
+    """``environ`` with the thread counts a worker of a pool of ``workers`` gives its kernels (:func:`share_cores`)."""
+    shared = dict(environ)
+    if workers > 1:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            shared.setdefault(name, str(max(1, cores // workers)))
+    return shared
+
+
 def share_cores(workers: int) -> None:
     """Parallel kernels split the cores between them: left alone, each torch kernel would start one
     thread per core, and N kernels on N cores would fight over them. Kernels inherit these variables
     (see grader.engine.isolation.sandbox); an instructor's own setting wins. Each kernel's cgroup gets a CPU quota of
     its share of the cores (grader.engine.isolation.cgroups)."""
     set_kernel_slots(workers)
-    if workers > 1:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            os.environ.setdefault(name, str(max(1, cores // workers)))
+    os.environ.update(worker_environ(workers, os.environ))
     torch = sys.modules.get("torch")  # imported before these were set (by the fork server): tell it too
     if torch is not None and os.environ.get("OMP_NUM_THREADS", "").isdigit():
         torch.set_num_threads(max(1, int(os.environ["OMP_NUM_THREADS"])))

@@ -16,7 +16,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
 from ..errors import GraderError
-from .jobs import WORKER_MODULES, start_worker
+from .jobs import WORKER_MODULES, start_worker, worker_environ
 from .worker_memory import WORKER_MEMORY_MB
 
 __all__ = ["LocalRunner", "WorkerLost", "open_runner", "worker_context"]
@@ -42,6 +42,17 @@ def worker_context():
     return context
 
 
+def _prestart_template(workers: int) -> None:
+    """Start the warm-kernel template the workers' sandboxed kernels will fork from
+    (:mod:`grader.engine.isolation.warm`) here, once per grader process, rather than once in every worker. It
+    starts in the background; the workers find it through their environment."""
+    from ..engine.isolation.sandbox import kernel_env, sandbox_status
+    from ..engine.isolation.warm import prestart
+
+    if sandbox_status()[0]:
+        prestart(kernel_env(None, sandboxed=True, environ=worker_environ(workers, os.environ)))
+
+
 def _pidfds() -> bool:
     """Whether this system gives process file descriptors (``os.pidfd_open``)."""
     try:
@@ -61,6 +72,7 @@ class LocalRunner:
         self._pool = self._new_pool()
 
     def _new_pool(self) -> ProcessPoolExecutor:
+        _prestart_template(self.workers)
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=worker_context(), initializer=start_worker,
                                    initargs=(self.workers, os.getpid(), self.memory_mb, dict(os.environ)))
 

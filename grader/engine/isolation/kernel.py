@@ -17,6 +17,7 @@ overspends its budget, or its memory, is stopped.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -34,7 +35,9 @@ from .cgroups import KernelGroup, kernel_cores
 from .cleanup import owned_folder, remove_tree
 from .messages import MAX_MESSAGE_BYTES, BudgetSpent, MessageBudget, receive, socket_options
 from .outputs import OutputSink, output
-from .sandbox import Limits, copy_new, hand_over, kernel_command, kernel_env, new_folder, seed_font_list
+from .sandbox import (Limits, copy_new, hand_over, kernel_command, kernel_env, kernel_uid, new_folder,
+                      sandboxed_rlimits, seed_font_list)
+from .warm import HOLDER_ARGV, WarmUnavailable, find_holder, tell_once, template_for, warm_enabled
 
 __all__ = ["CellRun", "Kernel"]
 
@@ -71,13 +74,19 @@ def _loads(text: str):
 
 
 class _SandboxedKernelManager(KernelManager):
-    """A KernelManager whose kernel command line is ours (bwrap + setpriv + prlimit + python)."""
+    """A KernelManager whose kernel command line is ours (bwrap + setpriv + prlimit + python, or, for a warm
+    start, bwrap + setpriv + prlimit + the holder shell of :mod:`.warm`)."""
 
     wrap = None  # set per instance: callable(argv) -> argv
+    holder = False  # set per instance: run the warm start's holder instead of python
+
+    def kernel_arguments(self) -> list[str]:
+        return ["-f", self.connection_file, "--HistoryManager.enabled=False"]
 
     def format_kernel_cmd(self, extra_arguments=None):
-        argv = [sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file,
-                "--HistoryManager.enabled=False"]
+        if self.holder:
+            return self.wrap(list(HOLDER_ARGV))
+        argv = [sys.executable, "-m", "ipykernel_launcher", *self.kernel_arguments()]
         return self.wrap(argv + list(extra_arguments or []))
 
 
@@ -99,6 +108,7 @@ class Kernel:
         self.budget = MessageBudget(limits.max_cell_message_mb << 20, limits.max_notebook_message_mb << 20)
         self.problems: list[str] = []  # what could not be cleaned up
         self.starts = 0
+        self.warm = False  # whether the running kernel was forked from the warm template (:mod:`.warm`)
 
     def __enter__(self) -> "Kernel":
         self.start()
@@ -109,14 +119,27 @@ class Kernel:
 
     # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> None:
-        """A kernel in new folders of its own; when it cannot start, nothing is left behind."""
+        """A kernel in new folders of its own; when it cannot start, nothing is left behind. A sandboxed
+        kernel starts warm (:mod:`.warm`) where it can, else cold."""
+        warm = self.sandboxed and warm_enabled()
         try:
-            self._launch()
+            self._launch(warm)
+        except WarmUnavailable as why:
+            tell_once(str(why))
+            self.stop()
+            self.start_cold()
         except Exception:
             self.stop()
             raise
 
-    def _launch(self) -> None:
+    def start_cold(self) -> None:
+        try:
+            self._launch(False)
+        except Exception:
+            self.stop()
+            raise
+
+    def _launch(self, warm: bool) -> None:
         self.starts += 1  # kernel-1, kernel-2, ...: a restart's name differs, though the old folder is gone
         self.workdir = new_folder(self.scratch, "kernel-", self.starts)
         self._sockdir = sockdir = owned_folder("ipc")
@@ -143,13 +166,43 @@ class Kernel:
             hand_over(sockdir)
             hand_over(self.workdir)
         launch_env = {"PATH": "/usr/bin:/bin"} if self.sandboxed else kernel_vars
-        km.start_kernel(env=launch_env, cwd=str(self.workdir), stdin=subprocess.DEVNULL,
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.warm = False
+        if warm:
+            self.km, self.dead_reason = km, ""
+            self._start_warm(km, launch_env, kernel_vars)
+            self.warm = True
+        else:
+            km.start_kernel(env=launch_env, cwd=str(self.workdir), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.km, self.dead_reason = km, ""
         try:
             self._connect(STARTUP_TIMEOUT_S)
         except RuntimeError as exc:
             raise RuntimeError(f"the kernel did not start: {exc}") from None
+
+    def _start_warm(self, km: "_SandboxedKernelManager", launch_env: dict, kernel_vars: dict) -> None:
+        """bwrap runs the holder; the template forks the kernel into its sandbox (:mod:`.warm`)."""
+        try:
+            template = template_for(kernel_vars)
+        except OSError as exc:
+            raise WarmUnavailable(f"the kernel template could not start: {exc}") from None
+        km.holder = True
+        status_r, status_w = os.pipe()
+        try:
+            km.start_kernel(env=launch_env, cwd=str(self.workdir), stdin=status_r,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            os.close(status_r)
+            status_r = None
+            holder = find_holder(km.provisioner.process, STARTUP_TIMEOUT_S)
+            procs = sorted({str(d / "cgroup.procs") for d in self.group.dirs.values()}) if self.group else []
+            template.fork_kernel(holder, status_w, {
+                "cgroup_procs": procs, "uid": kernel_uid(), "env": kernel_vars, "workdir": str(self.workdir),
+                "rlimits": sandboxed_rlimits(self.limits, memory_in_cgroup=self.group is not None),
+                "argv": km.kernel_arguments()})
+        finally:
+            for fd in (status_r, status_w):
+                if fd is not None:
+                    os.close(fd)
 
     def _connect(self, timeout: float) -> None:
         context = zmq.Context()

@@ -28,7 +28,7 @@ from d2lite import unattended
 
 from .cgroups import cgroup_gaps, cgroup_support
 
-__all__ = ["Limits", "SandboxUnavailable", "sandbox_status", "kernel_command", "kernel_uid", "gpu_devices", "new_folder",
+__all__ = ["Limits", "SandboxUnavailable", "sandbox_status", "kernel_command", "kernel_uid", "sandboxed_rlimits", "gpu_devices", "new_folder",
            "copy_new", "hand_over", "seed_font_list"]
 
 # Environment variables passed from the grader to the kernel, by name (nothing else is: no secrets,
@@ -100,18 +100,29 @@ def sandbox_status() -> tuple[bool, str]:
     return _probe()
 
 
-def _rlimits(limits: Limits, *, own_uid: bool, address_space: bool = True) -> list[str]:
-    """prlimit arguments. RLIMIT_NPROC counts every process of the uid, so it is only set when
-    the kernel has a uid of its own (otherwise a user's browser threads would count too).
+def rlimit_values(limits: Limits, *, own_uid: bool, address_space: bool = True) -> list[tuple[str, int, int]]:
+    """(resource name, soft, hard) of each limit a kernel gets. RLIMIT_NPROC counts every process of the uid,
+    so it is only set when the kernel has a uid of its own (otherwise a user's browser threads would count too).
     ``address_space`` False leaves RLIMIT_AS unset: for kernels that use a GPU (see :func:`gpu_devices`).
     RLIMIT_DATA is set with it, to the same budget: a grading worker without cgroups bounds itself by a
     lower soft RLIMIT_DATA (:mod:`grader.running.worker_memory`), which its kernels must not inherit."""
     mb = 1024 * 1024
     cpu = int(limits.cpu_seconds)
-    nproc = [f"--nproc={limits.max_processes}"] if own_uid else []
-    memory = [f"--as={limits.memory_mb * mb}", f"--data={limits.memory_mb * mb}"] if address_space else []
-    return ["prlimit", *memory, f"--cpu={cpu}:{cpu + 5}", *nproc,
-            f"--fsize={limits.max_file_mb * mb}", "--core=0", "--nofile=1024", "--"]
+    values = [("RLIMIT_AS", limits.memory_mb * mb, limits.memory_mb * mb),
+              ("RLIMIT_DATA", limits.memory_mb * mb, limits.memory_mb * mb)] if address_space else []
+    values += [("RLIMIT_CPU", cpu, cpu + 5)]
+    values += [("RLIMIT_NPROC", limits.max_processes, limits.max_processes)] if own_uid else []
+    size = limits.max_file_mb * mb
+    return values + [("RLIMIT_FSIZE", size, size), ("RLIMIT_CORE", 0, 0), ("RLIMIT_NOFILE", 1024, 1024)]
+
+
+def _rlimits(limits: Limits, *, own_uid: bool, address_space: bool = True) -> list[str]:
+    """prlimit arguments setting :func:`rlimit_values`."""
+    option = {"RLIMIT_AS": "as", "RLIMIT_DATA": "data", "RLIMIT_CPU": "cpu", "RLIMIT_NPROC": "nproc",
+              "RLIMIT_FSIZE": "fsize", "RLIMIT_CORE": "core", "RLIMIT_NOFILE": "nofile"}
+    return ["prlimit", *(f"--{option[name]}={soft}" if soft == hard else f"--{option[name]}={soft}:{hard}"
+                         for name, soft, hard in rlimit_values(limits, own_uid=own_uid, address_space=address_space)),
+            "--"]
 
 
 def gpu_devices() -> list[str]:
@@ -132,8 +143,9 @@ def mpl_config_dir(workdir: Path) -> Path:
     return Path(workdir) / ".matplotlib"
 
 
-def kernel_env(workdir: Path | None, *, sandboxed: bool) -> dict[str, str]:
-    """The whole environment of a kernel: a fixed minimum plus a few passed-through settings."""
+def kernel_env(workdir: Path | None, *, sandboxed: bool, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The whole environment of a kernel: a fixed minimum plus a few passed-through settings (of ``environ``,
+    by default this process's environment)."""
     tmp = "/tmp" if sandboxed else str(Path(workdir or "/tmp") / ".tmp")
     env = {
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
@@ -150,7 +162,7 @@ def kernel_env(workdir: Path | None, *, sandboxed: bool) -> dict[str, str]:
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYDEVD_DISABLE_FILE_VALIDATION": "1",
     }
-    for name, value in os.environ.items():
+    for name, value in (os.environ if environ is None else environ).items():
         if name in PASSED_ENV:
             env[name] = value
     if _source_roots():
@@ -249,6 +261,12 @@ def kernel_command(argv: list[str], *, workdir: Path | None, sockdir: Path | Non
         cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
                 "--inh-caps=-all", "--bounding-set=-all", "--"]
     return cmd + _rlimits(limits, own_uid=uid is not None, address_space=not gpus) + argv
+
+
+def sandboxed_rlimits(limits: Limits, *, memory_in_cgroup: bool = False) -> list[tuple[str, int, int]]:
+    """The limits :func:`kernel_command` gives a sandboxed kernel (through prlimit), as :func:`rlimit_values`."""
+    gpus = gpu_devices() if memory_in_cgroup else []
+    return rlimit_values(limits, own_uid=kernel_uid() is not None, address_space=not gpus)
 
 
 def hand_over(path: Path) -> None:

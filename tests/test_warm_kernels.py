@@ -1,0 +1,244 @@
+"""Warm kernel starts (grader.engine.isolation.warm): a kernel forked from a template that imported torch once
+sees exactly the sandbox a cold kernel sees, shares no random state with its siblings, ends as a cold kernel
+ends, and when a warm start is not possible the kernel starts cold and says why.
+
+Everything here is observed from inside real sandboxed kernels, started the way grading starts them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.engine.isolation import warm
+from grader.engine.isolation.kernel import Kernel
+from grader.engine.isolation.sandbox import Limits
+
+SMALL = Limits(cell_timeout_s=60, memory_mb=3072, cpu_seconds=60, max_processes=64, max_file_mb=4,
+               max_output_bytes=50_000)
+
+# What a kernel can see of its own process and sandbox; paths are made relative to its working folder.
+PROBE = r'''
+import json, os, socket, sys
+keys = ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp")
+status = {k: v.strip() for k, _, v in (line.partition(":") for line in open("/proc/self/status")) if k in keys}
+mask = os.umask(0o22); os.umask(mask)
+try:
+    os.close(os.open("/dev/tty", os.O_RDWR)); tty = "has a controlling terminal"
+except OSError as exc:
+    tty = exc.strerror
+print(json.dumps({
+    "status": status, "limits": open("/proc/self/limits").read(), "cgroup": open("/proc/self/cgroup").read(),
+    "root": sorted(os.listdir("/")), "interfaces": socket.if_nameindex(), "hostname": socket.gethostname(),
+    "mounts": [" ".join(line.split()[4:6]) for line in open("/proc/self/mountinfo")],
+    "fds": sorted(os.listdir("/proc/self/fd")), "cwd": os.getcwd(), "path": sys.path, "argv0": sys.argv[0],
+    "env": dict(os.environ), "flags": repr(sys.flags), "umask": mask, "executable": sys.executable,
+    "terminal": tty, "main": sys.modules["__main__"].__name__,
+    "visible_pids": len([p for p in os.listdir("/proc") if p.isdigit()]),
+}))
+'''
+
+
+def probe(kernel: Kernel) -> dict:
+    run = kernel.run(PROBE)
+    assert run.status == "ok", run.error
+    seen = json.loads("".join(o.get("text", "") for o in run.outputs))
+    text = json.dumps(seen)
+    text = text.replace(str(kernel.workdir), "<workdir>").replace(str(kernel._sockdir), "<sockdir>")
+    return json.loads(re.sub(r"course-grader-kernel-[0-9]+-[0-9]+", "<group>", text))
+
+
+def started(tmp_path: Path, name: str, *, warm_switch: str, monkeypatch) -> Kernel:
+    monkeypatch.setenv(warm.SWITCH, warm_switch)
+    return Kernel(tmp_path / name, SMALL, sandboxed=True)
+
+
+def test_a_warm_kernel_sees_exactly_the_sandbox_a_cold_kernel_sees(tmp_path, monkeypatch):
+    with started(tmp_path, "cold", warm_switch="0", monkeypatch=monkeypatch) as cold:
+        assert not cold.warm
+        seen_cold = probe(cold)
+    with started(tmp_path, "warm", warm_switch="1", monkeypatch=monkeypatch) as hot:
+        assert hot.warm, "the kernel should have been forked from the template"
+        seen_warm = probe(hot)
+    # One process more is visible in a warm sandbox: the holder shell, beside the kernel (both the kernel uid's).
+    assert seen_warm.pop("visible_pids") == seen_cold.pop("visible_pids") + 1
+    assert seen_warm == seen_cold
+    assert seen_cold["status"]["NoNewPrivs"] == "1" and seen_cold["status"]["CapEff"] == "0000000000000000"
+
+
+def test_warm_kernels_share_no_random_state(tmp_path, monkeypatch):
+    cell = ("import random, numpy, torch, multiprocessing\n"
+            "print(random.random(), numpy.random.random(), torch.initial_seed(), torch.rand(1).item(),"
+            " multiprocessing.current_process().authkey.hex())")
+    draws = []
+    for name in ("a", "b"):
+        with started(tmp_path, name, warm_switch="1", monkeypatch=monkeypatch) as kernel:
+            assert kernel.warm
+            run = kernel.run(cell)
+            assert run.status == "ok", run.error
+            draws.append(run.outputs[0]["text"].split())
+    assert all(x != y for x, y in zip(*draws)), draws
+
+
+@pytest.mark.parametrize("ending", ["os._exit(3)", "os.kill(os.getpid(), signal.SIGSEGV)",
+                                    "os.kill(os.getpid(), signal.SIGKILL)"])
+def test_a_warm_kernel_ends_as_a_cold_kernel_ends(tmp_path, monkeypatch, ending):
+    reasons = {}
+    for switch in ("0", "1"):
+        with started(tmp_path, f"k{switch}", warm_switch=switch, monkeypatch=monkeypatch) as kernel:
+            assert kernel.warm == (switch == "1")
+            run = kernel.run(f"import os, signal\n{ending}")
+            assert run.status == "crashed"
+            reasons[switch] = run.error
+    assert reasons["1"] == reasons["0"], reasons
+    assert "exit status 3" in reasons["0"] or "segmentation" in reasons["0"] or "SIGKILL" in reasons["0"]
+
+
+def test_without_a_template_the_kernel_starts_cold_and_says_why(tmp_path, monkeypatch, capfd):
+    class Broken(warm.Template):
+        def __init__(self):
+            self.path, self.owner = str(tmp_path / "no-socket-here"), os.getpid()
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr("grader.engine.isolation.kernel.template_for", lambda env: Broken())
+    with started(tmp_path, "k", warm_switch="1", monkeypatch=monkeypatch) as kernel:
+        assert not kernel.warm
+        run = kernel.run("print(6 * 7)")
+        assert run.status == "ok" and run.outputs[0]["text"] == "42\n"
+    assert "kernels start cold (the kernel template did not answer" in capfd.readouterr().err
+
+
+def test_the_template_makes_no_kernel_outside_a_sandbox(tmp_path):
+    """Asked to fork a kernel beside a process that is not sandboxed, the template refuses: a kernel is only
+    ever made inside namespaces bubblewrap built."""
+    template = warm.template_for({"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "TEST": "outside"})
+    plain = subprocess.Popen(["sleep", "60"])
+    status_r, status_w = os.pipe()
+    try:
+        with pytest.raises(warm.WarmUnavailable, match="not in a sandbox of its own"):
+            template.fork_kernel(plain.pid, status_w, {
+                "cgroup_procs": [], "uid": None, "env": {}, "workdir": str(tmp_path), "rlimits": [], "argv": []})
+    finally:
+        plain.kill()
+        plain.wait()
+        os.close(status_w)
+        os.close(status_r)
+        template.close()
+
+
+def test_the_switch_turns_warm_starts_off(tmp_path, monkeypatch):
+    with started(tmp_path, "k", warm_switch="0", monkeypatch=monkeypatch) as kernel:
+        assert not kernel.warm
+
+
+GRADER_KILLED = r'''
+import os, sys
+from pathlib import Path
+from grader.engine.isolation.kernel import Kernel
+from grader.engine.isolation.sandbox import Limits
+kernel = Kernel(Path(sys.argv[1]), Limits(), sandboxed=True)
+kernel.start()
+assert kernel.warm
+from grader.engine.isolation import warm
+print(*[t.process.pid for t in warm._templates.values()], flush=True)
+os.kill(os.getpid(), 9)
+'''
+
+
+def test_a_killed_grader_leaves_no_template_and_no_kernel(tmp_path):
+    """The template dies with the process that started it, and its children (and the kernel) with it."""
+    env = {name: value for name, value in os.environ.items() if name != warm.REGISTRY}  # none of this process's
+    done = subprocess.run([sys.executable, "-c", GRADER_KILLED, str(tmp_path / "k")], capture_output=True,
+                          text=True, timeout=300, env={**env, warm.SWITCH: "1"})
+    assert done.returncode == -9, done.stderr
+    template = int(done.stdout)
+    deadline = time.monotonic() + 60  # a safety net: they end within a second
+    while time.monotonic() < deadline and (template in _template_pids() or _kernel_uid_pids(tmp_path)):
+        time.sleep(0.2)
+    assert template not in _template_pids()
+    assert not _kernel_uid_pids(tmp_path)
+
+
+def _template_pids() -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and str(warm.ZYGOTE).encode() in (entry / "cmdline").read_bytes():
+                found.add(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+def _kernel_uid_pids(workdir: Path) -> set[int]:
+    """Processes whose working folder is under ``workdir`` (the kernel's, and its holder's)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and os.readlink(entry / "cwd").startswith(str(workdir)):
+                found.add(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+GRADE = "import sys; from pathlib import Path; from grader.running.batch import autograde; autograde(Path(sys.argv[1]), workers=2)"
+
+
+def test_a_pool_of_workers_forks_its_kernels_from_one_template_of_the_grader(tmp_path):
+    """The grader starts the template before its workers (once, not once per worker); both workers' kernels
+    are forked from it, so they are its grandchildren, while their sandboxes (the holders) are the workers'."""
+    import psutil
+
+    from classroom import class_of, released_course, write_inbox
+    from grader.intake.collect import collect
+
+    root = released_course(tmp_path / "course")
+    collect(root, write_inbox(tmp_path / "inbox", class_of(root)))
+    env = {name: value for name, value in os.environ.items() if name != warm.REGISTRY}  # none of this process's
+    batch = subprocess.Popen([sys.executable, "-c", GRADE, str(root)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, env={**env, warm.SWITCH: "1"})
+    try:
+        deadline = time.monotonic() + 900  # safety nets: both workers run a kernel within seconds,
+        forked_by = None  # and each kernel is forked within a second of its holder
+        while time.monotonic() < min(deadline, forked_by or deadline):
+            tree = {p.pid: p for p in psutil.Process(batch.pid).children(recursive=True)}
+            lines = {pid: _cmdline(p) for pid, p in tree.items()}
+            holders = [pid for pid, line in lines.items() if warm.HOLDER_ARGV[-1] in line]
+            # The template, its children and the kernels they fork all carry the template's command line.
+            forked = {pid for pid, line in lines.items() if str(warm.ZYGOTE) in line}
+            templates = [pid for pid in forked if _parent(tree[pid]) not in forked]
+            if len(holders) >= 2 and len(forked) - len(templates) >= 4:  # per kernel: a child and the kernel
+                break
+            if len(holders) >= 2 and forked_by is None:
+                forked_by = time.monotonic() + 60
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"the batch did not run two kernels forked from one template: {lines}")
+        assert [_parent(tree[pid]) for pid in templates] == [batch.pid], lines
+        assert not [pid for pid, line in lines.items() if "ipykernel_launcher" in line], "a kernel started cold"
+    finally:
+        batch.kill()
+        batch.wait()
+
+
+def _parent(process) -> int | None:
+    try:
+        return process.ppid()
+    except Exception:  # noqa: BLE001 - gone meanwhile
+        return None
+
+
+def _cmdline(process) -> str:
+    try:
+        return " ".join(process.cmdline())
+    except Exception:  # noqa: BLE001 - gone meanwhile
+        return ""
