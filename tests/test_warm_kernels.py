@@ -41,6 +41,7 @@ print(json.dumps({
     "env": dict(os.environ), "flags": repr(sys.flags), "umask": mask, "executable": sys.executable,
     "terminal": tty, "main": sys.modules["__main__"].__name__,
     "visible_pids": len([p for p in os.listdir("/proc") if p.isdigit()]),
+    "own_environ_readable": bool(open("/proc/self/environ", "rb").read()),
 }))
 '''
 
@@ -86,8 +87,14 @@ def test_warm_kernels_share_no_random_state(tmp_path, monkeypatch):
     assert all(x != y for x, y in zip(*draws)), draws
 
 
+STOP_THE_OTHERS = ("for p in os.listdir('/proc'):\n"
+                   "    if p.isdigit() and int(p) not in (1, os.getpid()): os.kill(int(p), signal.SIGSTOP)\n"
+                   "os._exit(0)")
+
+
 @pytest.mark.parametrize("ending", ["os._exit(3)", "os.kill(os.getpid(), signal.SIGSEGV)",
-                                    "os.kill(os.getpid(), signal.SIGKILL)"])
+                                    "os.kill(os.getpid(), signal.SIGKILL)", STOP_THE_OTHERS],
+                         ids=["exit", "segfault", "sigkill", "stops-the-holder-first"])
 def test_a_warm_kernel_ends_as_a_cold_kernel_ends(tmp_path, monkeypatch, ending):
     reasons = {}
     for switch in ("0", "1"):
@@ -97,10 +104,11 @@ def test_a_warm_kernel_ends_as_a_cold_kernel_ends(tmp_path, monkeypatch, ending)
             assert run.status == "crashed"
             reasons[switch] = run.error
     assert reasons["1"] == reasons["0"], reasons
-    assert "exit status 3" in reasons["0"] or "segmentation" in reasons["0"] or "SIGKILL" in reasons["0"]
+    assert any(end in reasons["0"] for end in ("exit status 3", "segmentation", "SIGKILL", "exit status 0"))
 
 
 def test_without_a_template_the_kernel_starts_cold_and_says_why(tmp_path, monkeypatch, capfd):
+    monkeypatch.setattr(warm, "_failed", [])  # the process's later kernels start cold too: only this test's
     class Broken(warm.Template):
         def __init__(self):
             self.path, self.owner = str(tmp_path / "no-socket-here"), os.getpid()
@@ -114,6 +122,27 @@ def test_without_a_template_the_kernel_starts_cold_and_says_why(tmp_path, monkey
         run = kernel.run("print(6 * 7)")
         assert run.status == "ok" and run.outputs[0]["text"] == "42\n"
     assert "kernels start cold (the kernel template did not answer" in capfd.readouterr().err
+    monkeypatch.setattr("grader.engine.isolation.kernel.template_for", warm.template_for)
+    with started(tmp_path, "later", warm_switch="1", monkeypatch=monkeypatch) as kernel:
+        assert not kernel.warm, "after a failed warm start the process's kernels start cold"
+
+
+@pytest.mark.parametrize("registry", ["", "not json", "[1, 2]", '{"KEY": 3}', '{"KEY": "/etc/passwd"}',
+                                      '{"KEY": "/tmp/s"}'])
+def test_a_malformed_registry_of_templates_is_ignored(tmp_path, monkeypatch, registry):
+    """The variable that hands templates to a grader's workers is read with care: garbage, or a path outside a
+    folder of this user's that nobody else may open, is not used (a template of the process's own is)."""
+    from grader.engine.isolation.sandbox import kernel_env
+
+    key, _ = warm._key(kernel_env(None, sandboxed=True))  # the key this test's kernels look up
+    monkeypatch.setattr(warm, "_templates", {})
+    monkeypatch.setenv(warm.REGISTRY, registry.replace("KEY", key))
+    try:
+        with started(tmp_path, "k", warm_switch="1", monkeypatch=monkeypatch) as kernel:
+            assert kernel.warm
+    finally:
+        for template in warm._templates.values():
+            template.close()
 
 
 def test_the_template_makes_no_kernel_outside_a_sandbox(tmp_path):
@@ -124,7 +153,7 @@ def test_the_template_makes_no_kernel_outside_a_sandbox(tmp_path):
     status_r, status_w = os.pipe()
     try:
         with pytest.raises(warm.WarmUnavailable, match="not in a sandbox of its own"):
-            template.fork_kernel(plain.pid, status_w, {
+            template.fork_kernel(plain.pid, (status_w, status_w), {
                 "cgroup_procs": [], "uid": None, "env": {}, "workdir": str(tmp_path), "rlimits": [], "argv": []})
     finally:
         plain.kill()

@@ -37,7 +37,7 @@ from .messages import MAX_MESSAGE_BYTES, BudgetSpent, MessageBudget, receive, so
 from .outputs import OutputSink, output
 from .sandbox import (Limits, copy_new, hand_over, kernel_command, kernel_env, kernel_uid, new_folder,
                       sandboxed_rlimits, seed_font_list)
-from .warm import HOLDER_ARGV, WarmUnavailable, find_holder, tell_once, template_for, warm_enabled
+from .warm import HOLDER_ARGV, WarmUnavailable, find_holder, give_up, read_end, template_for, warm_enabled
 
 __all__ = ["CellRun", "Kernel"]
 
@@ -109,6 +109,8 @@ class Kernel:
         self.problems: list[str] = []  # what could not be cleaned up
         self.starts = 0
         self.warm = False  # whether the running kernel was forked from the warm template (:mod:`.warm`)
+        self._end_fd = None  # a warm kernel's status pipe from the template (the grader's own; read_end)
+        self._end = None  # what it said: how the warm kernel ended
 
     def __enter__(self) -> "Kernel":
         self.start()
@@ -125,7 +127,7 @@ class Kernel:
         try:
             self._launch(warm)
         except WarmUnavailable as why:
-            tell_once(str(why))
+            give_up(str(why))
             self.stop()
             self.start_cold()
         except Exception:
@@ -166,7 +168,7 @@ class Kernel:
             hand_over(sockdir)
             hand_over(self.workdir)
         launch_env = {"PATH": "/usr/bin:/bin"} if self.sandboxed else kernel_vars
-        self.warm = False
+        self.warm, self._end = False, None
         if warm:
             self.km, self.dead_reason = km, ""
             self._start_warm(km, launch_env, kernel_vars)
@@ -187,20 +189,23 @@ class Kernel:
         except OSError as exc:
             raise WarmUnavailable(f"the kernel template could not start: {exc}") from None
         km.holder = True
-        status_r, status_w = os.pipe()
+        holder_r, holder_w = os.pipe()  # how the kernel ended: to the holder (whose stdin it is) ...
+        self._end_fd, end_w = os.pipe()  # ... and to the grader, which believes only this one
+        os.set_blocking(self._end_fd, False)
+        self._end = None
         try:
-            km.start_kernel(env=launch_env, cwd=str(self.workdir), stdin=status_r,
+            km.start_kernel(env=launch_env, cwd=str(self.workdir), stdin=holder_r,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            os.close(status_r)
-            status_r = None
+            os.close(holder_r)
+            holder_r = None
             holder = find_holder(km.provisioner.process, STARTUP_TIMEOUT_S)
             procs = sorted({str(d / "cgroup.procs") for d in self.group.dirs.values()}) if self.group else []
-            template.fork_kernel(holder, status_w, {
+            template.fork_kernel(holder, (holder_w, end_w), {
                 "cgroup_procs": procs, "uid": kernel_uid(), "env": kernel_vars, "workdir": str(self.workdir),
                 "rlimits": sandboxed_rlimits(self.limits, memory_in_cgroup=self.group is not None),
                 "argv": km.kernel_arguments()})
         finally:
-            for fd in (status_r, status_w):
+            for fd in (holder_r, holder_w, end_w):
                 if fd is not None:
                     os.close(fd)
 
@@ -221,6 +226,9 @@ class Kernel:
             except Exception:  # noqa: BLE001 - a dead kernel may fail to shut down; it is gone
                 pass
         self.km = self.kc = None
+        if self._end_fd is not None:
+            os.close(self._end_fd)
+            self._end_fd = None
         if self.group is not None:  # whatever the kernel started, it ends here
             self.problems += [self.group.close()]
             self.group = None
@@ -235,7 +243,14 @@ class Kernel:
         self.start()
 
     def alive(self) -> bool:
-        return self.km is not None and self.km.is_alive()
+        return self.km is not None and self.km.is_alive() and not self._warm_ended()
+
+    def _warm_ended(self) -> bool:
+        """Whether a warm kernel has ended, as the template's child told the grader (the holder, which the kernel
+        can stop, may still run)."""
+        if self._end is None and self._end_fd is not None:
+            self._end = read_end(self._end_fd)
+        return self._end is not None
 
     def _out_of_memory(self) -> str:
         """The reason to stop the kernel when the out-of-memory killer ran in its group, else ""."""
@@ -247,7 +262,12 @@ class Kernel:
     def _death(self) -> str:
         if self._out_of_memory():
             return self._out_of_memory()
-        code = self.km.provisioner.process.poll() if self.km and self.km.provisioner else None
+        if self._end == "lost":
+            return "the kernel ended with its template, a process of the grader's (grade it again)"
+        if self._end is not None:
+            code = int(self._end[1:]) * (-1 if self._end[0] == "k" else 1)
+        else:
+            code = self.km.provisioner.process.poll() if self.km and self.km.provisioner else None
         if code is None:
             return "the kernel stopped responding"
         if code < 0 or code > 128:
@@ -305,7 +325,7 @@ class Kernel:
                 if isinstance(content, dict) and content.get("status") == "error" \
                         and run.status == "ok":
                     run.status = "error"
-            if msg is None and shell is None and (self._out_of_memory() or not self.km.is_alive()):
+            if msg is None and shell is None and (self._out_of_memory() or not self.alive()):
                 self.dead_reason, run.status = self._death(), "crashed"
                 self.stop()
                 break

@@ -12,8 +12,8 @@ A warm one is made in two halves, so that the sandbox stays bubblewrap's:
    sees its exit status as it sees a cold kernel's.
 
 Where any of this is not possible (no pidfd, the template fails to start, a request fails), the kernel starts
-cold, which is isolated the same way, and one line on stderr says why. ``COURSE_GRADER_WARM_KERNELS=0`` turns
-warm starts off. ``tests/test_warm_kernels.py`` checks that a warm kernel sees what a cold one sees.
+cold, which is isolated the same way, and one line on stderr says why; that process's later kernels start cold
+too. Warm starts need a root grader (:func:`warm_enabled`). ``COURSE_GRADER_WARM_KERNELS=0`` turns them off. ``tests/test_warm_kernels.py`` checks that a warm kernel sees what a cold one sees.
 """
 from __future__ import annotations
 
@@ -29,13 +29,15 @@ from pathlib import Path
 
 from .cleanup import owned_folder
 
-__all__ = ["HOLDER_ARGV", "WarmUnavailable", "warm_enabled", "template_for", "prestart", "find_holder"]
+__all__ = ["HOLDER_ARGV", "WarmUnavailable", "warm_enabled", "template_for", "prestart", "give_up", "find_holder",
+           "read_end"]
 
 SWITCH = "COURSE_GRADER_WARM_KERNELS"
 # {key: socket path} of the templates this process and its ancestors started: processes it starts (grading
 # workers get the grader's environment) use them. Never passed to a kernel (sandbox.PASSED_ENV).
 REGISTRY = "COURSE_GRADER_WARM_TEMPLATES"
-# The holder: waits for the template's child to say how the kernel ended, then ends the same way.
+# The holder: waits for the template's child to say how the kernel ended, then ends the same way (and the sandbox
+# with it). The grader reads its own copy of that line (Kernel.alive), since the kernel can reach the holder.
 HOLDER_ARGV = ["/bin/sh", "-c", 'read end; case "$end" in k*) kill -"${end#k}" $$;; x*) exit "${end#x}";; esac; exit 1',
                "course-grader-kernel-holder"]
 # Variables that differ from one kernel to the next; every other one is fixed when the template starts.
@@ -43,6 +45,7 @@ PER_KERNEL = ("HOME", "TMPDIR", "IPYTHONDIR", "MPLCONFIGDIR", "JUPYTER_RUNTIME_D
 ZYGOTE = Path(__file__).with_name("zygote.py")
 REQUEST_TIMEOUT_S = 120.0  # the first request waits while the template imports torch: a safety net only
 _told: set[str] = set()
+_failed: list[str] = []  # why a warm start failed in this process: its later kernels start cold
 
 
 class WarmUnavailable(RuntimeError):
@@ -50,7 +53,17 @@ class WarmUnavailable(RuntimeError):
 
 
 def warm_enabled() -> bool:
-    return os.environ.get(SWITCH, "1") != "0" and hasattr(os, "pidfd_open")
+    """Whether sandboxed kernels start warm here: on, with pidfds, and the grader root. A grader that is not root
+    has its kernels in bubblewrap's user namespaces, which a process outside them cannot join (Linux asks for
+    capabilities there that the template's child lacks): its kernels start cold."""
+    return (os.environ.get(SWITCH, "1") != "0" and hasattr(os, "pidfd_open") and os.geteuid() == 0
+            and not _failed)
+
+
+def give_up(why: str) -> None:
+    """A warm start failed: this process's later kernels start cold (one line on stderr says why)."""
+    _failed.append(why)
+    tell_once(why)
 
 
 def tell_once(why: str) -> None:
@@ -92,8 +105,9 @@ class Template:
             return Path(self.path).exists()
         return self.process.poll() is None
 
-    def fork_kernel(self, holder_pid: int, status_w: int, request: dict) -> None:
-        """Ask for a kernel in the sandbox of ``holder_pid``; raises WarmUnavailable when it was not made."""
+    def fork_kernel(self, holder_pid: int, status_fds: tuple[int, int], request: dict) -> None:
+        """Ask for a kernel in the sandbox of ``holder_pid``; ``status_fds``: the write ends of the holder's and
+        the grader's status pipes. Raises WarmUnavailable when it was not made."""
         try:
             holder = os.pidfd_open(holder_pid)
         except OSError as exc:
@@ -102,8 +116,9 @@ class Template:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
                 conn.settimeout(REQUEST_TIMEOUT_S)
                 conn.connect(self.path)
+                _check_peer(conn)
                 socket.send_fds(conn, [json.dumps({**request, "holder_pid": holder_pid}).encode()],
-                                [holder, status_w])
+                                [holder, *status_fds])
                 conn.shutdown(socket.SHUT_WR)
                 reply = b""
                 while chunk := conn.recv(4096):
@@ -139,6 +154,36 @@ class Template:
 _templates: dict[str, Template] = {}
 
 
+def _check_peer(conn: socket.socket) -> None:
+    """The process at the other end must run as this one's user (no other user's socket in a reused path)."""
+    import struct
+
+    _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    if uid != os.geteuid():
+        raise OSError(f"the template's socket belongs to uid {uid}")
+
+
+def _registry() -> dict[str, str]:
+    """The registered templates, {key: socket path}; only paths in a folder of this user's that nobody else may
+    open (anything else in the variable is ignored)."""
+    try:
+        entries = json.loads(os.environ.get(REGISTRY) or "{}")
+    except ValueError:
+        return {}
+    if not isinstance(entries, dict):
+        return {}
+    good = {}
+    for key, path in entries.items():
+        if isinstance(key, str) and isinstance(path, str) and os.path.isabs(path):
+            try:
+                folder = os.lstat(os.path.dirname(path))
+            except OSError:
+                continue
+            if folder.st_uid == os.geteuid() and folder.st_mode & 0o7777 == 0o700 and not os.path.islink(path):
+                good[key] = path
+    return good
+
+
 def _key(env: dict[str, str]) -> tuple[str, dict[str, str]]:
     fixed = {k: v for k, v in env.items() if k not in PER_KERNEL}
     return hashlib.sha256(json.dumps(sorted(fixed.items())).encode()).hexdigest()[:16], fixed
@@ -151,14 +196,13 @@ def template_for(env: dict[str, str]) -> Template:
     template = _templates.get(key)
     if template is not None and template.alive():
         return template
-    inherited = json.loads(os.environ.get(REGISTRY, "{}")).get(key)
+    inherited = _registry().get(key)
     if inherited and Path(inherited).exists() and (template is None or template.path != inherited):
         template = Template(None, path=inherited)
     else:
         template = Template({**fixed, "HOME": "/"})
     _templates[key] = template
-    registry = json.loads(os.environ.get(REGISTRY, "{}"))
-    os.environ[REGISTRY] = json.dumps({**registry, key: template.path})
+    os.environ[REGISTRY] = json.dumps({**_registry(), key: template.path})
     return template
 
 
@@ -170,6 +214,17 @@ def prestart(kernel_vars: dict[str, str]) -> None:
             template_for(kernel_vars)
         except OSError as exc:
             tell_once(f"the kernel template could not start: {exc}")
+
+
+def read_end(fd: int) -> str | None:
+    """How the kernel ended, from the grader's status pipe ``fd`` (non-blocking): ``x<code>`` or ``k<signal>``;
+    ``"lost"`` when the template's child ended without saying (the template was killed); None while it runs."""
+    try:
+        data = os.read(fd, 64)
+    except BlockingIOError:
+        return None
+    line = data.decode(errors="replace").strip()
+    return line if line[:1] in ("x", "k") and line[1:].lstrip("-").isdigit() else "lost"
 
 
 def find_holder(bwrap: subprocess.Popen, timeout: float) -> int:

@@ -11,8 +11,8 @@ It is started by :mod:`.warm` with a kernel's environment (without the per-kerne
 :data:`WARM_MODULES`, then serves requests on the listening Unix socket ``LISTEN_FD`` (in a folder only the
 grader can open) until ``LIFELINE_FD`` reaches end of file (the grader process that started it is gone).
 
-One request (JSON, with two file descriptors: a pidfd of the sandbox's holder process and the write end of
-its status pipe) makes one kernel:
+One request (JSON, with three file descriptors: a pidfd of the sandbox's holder process and the write ends of
+the holder's and the grader's status pipes) makes one kernel:
 
 1. A child C1 joins the holder's PID namespace for its children and forks the kernel, C2. C1 stays outside
    the sandbox, waits for C2 and writes how it ended (``x<code>`` or ``k<signal>``) to the status pipe, which
@@ -42,7 +42,7 @@ WARM_MODULES = ("torch", "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel
 
 CLONE = {"user": 0x10000000, "mnt": 0x00020000, "net": 0x40000000, "ipc": 0x08000000, "uts": 0x04000000,
          "cgroup": 0x02000000, "pid": 0x20000000}
-PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 1, 24, 38, 47
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 1, 4, 24, 38, 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 REPORT_TIMEOUT_S = 60.0  # a kernel enters its sandbox in milliseconds: a safety net
@@ -100,7 +100,6 @@ def _become_kernel(request: dict, holder_fd: int, report: int) -> None:
         os.dup2(devnull, fd)
     _close_all_but(report)
     os.setsid()
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, "PR_SET_PDEATHSIG")
     _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, "PR_CAP_AMBIENT_CLEAR_ALL")
     for cap in range(_last_cap() + 1):
         _prctl(PR_CAPBSET_DROP, cap, f"PR_CAPBSET_DROP {cap}")
@@ -111,6 +110,10 @@ def _become_kernel(request: dict, holder_fd: int, report: int) -> None:
         os.setresuid(uid, uid, uid)
     _capset_zero()
     _prctl(PR_SET_NO_NEW_PRIVS, 1, "PR_SET_NO_NEW_PRIVS")
+    # A change of uid resets both of these: dumpable as a cold kernel is after its exec (its own /proc files
+    # readable), and gone when C1 is.
+    _prctl(PR_SET_DUMPABLE, 1, "PR_SET_DUMPABLE")
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, "PR_SET_PDEATHSIG")
     import resource
     for name, soft, hard in request["rlimits"]:
         resource.setrlimit(getattr(resource, name), (soft, hard))
@@ -148,11 +151,15 @@ def _run_kernel(argv: list[str]) -> None:
     os._exit(code)
 
 
-def _kernel_child(request: dict, holder_fd: int, status_w: int) -> None:
-    """C1: fork the kernel into the holder's PID namespace, then report how it ended."""
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+def _kernel_child(request: dict, holder_fd: int, status_fds: list[int]) -> None:
+    """C1: fork the kernel into the holder's PID namespace, then report how it ended (to the holder and to the
+    grader, which believes only its own pipe: the kernel can reach the holder)."""
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, "PR_SET_PDEATHSIG")  # ends with the template (and so the kernel)
-    _setns(holder_fd, CLONE["pid"], "pid")
+    try:
+        _setns(holder_fd, CLONE["pid"], "pid")
+    except OSError as exc:
+        os.write(request["reply_fd"], f"error: {exc}".encode()[:4000])
+        os._exit(1)
     report_r, report_w = os.pipe()
     kernel = os.fork()
     if kernel == 0:
@@ -173,10 +180,11 @@ def _kernel_child(request: dict, holder_fd: int, status_w: int) -> None:
     os.close(request["reply_fd"])
     _, status = os.waitpid(kernel, 0)
     end = f"k{os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"x{os.waitstatus_to_exitcode(status)}"
-    try:
-        os.write(status_w, end.encode() + b"\n")
-    except OSError:
-        pass
+    for fd in status_fds:
+        try:
+            os.write(fd, end.encode() + b"\n")
+        except OSError:
+            pass
     os._exit(0)
 
 
@@ -189,41 +197,47 @@ def _close_all_but(*keep: int) -> None:
 
 
 def _serve(conn: socket.socket) -> None:
-    data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 2)
-    if len(fds) != 2:
-        for fd in fds:
-            os.close(fd)
-        conn.sendall(b"error: a request needs two descriptors")
-        return
-    holder_fd, status_w = fds
-    request = json.loads(data)
-    reply_r, reply_w = os.pipe()
-    child = os.fork()
-    if child == 0:
-        try:
-            request["reply_fd"] = reply_w
-            _close_all_but(holder_fd, status_w, reply_w)
-            _kernel_child(request, holder_fd, status_w)
-        finally:
-            os._exit(1)
-    for fd in (reply_w, holder_fd, status_w):
-        os.close(fd)
+    """One request: three descriptors (the holder's pidfd, the holder's and the grader's status pipes)."""
+    conn.settimeout(REPORT_TIMEOUT_S)
+    data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+    reply_r = reply_w = watch = None
     try:
-        watch = os.pidfd_open(child)  # so that the kill below cannot reach a reused pid
-    except OSError:
-        watch = None  # already gone: its reply (or none) says so
-    reply = b""
-    while select.select([reply_r], [], [], REPORT_TIMEOUT_S)[0] and (chunk := os.read(reply_r, 4096)):
-        reply += chunk
-    os.close(reply_r)
-    if watch is not None:
-        if reply != b"ok":  # a child that failed, or hangs: it and its kernel end here (the kernel starts cold)
+        if len(fds) != 3:
+            conn.sendall(b"error: a request needs three descriptors")
+            return
+        holder_fd, *status_fds = fds
+        request = json.loads(data)
+        reply_r, reply_w = os.pipe()
+        child = os.fork()
+        if child == 0:
             try:
-                signal.pidfd_send_signal(watch, signal.SIGKILL)
-            except OSError:
-                pass
-        os.close(watch)
-    conn.sendall(reply or b"error: the template's child did not report")
+                request["reply_fd"] = reply_w
+                _close_all_but(holder_fd, reply_w, *status_fds)
+                _kernel_child(request, holder_fd, status_fds)
+            finally:
+                os._exit(1)
+        watch = os.pidfd_open(child)  # the child stays a zombie until reaped (_reap): its pid cannot be reused
+        os.close(reply_w)
+        reply_w = None
+        reply = b""
+        while select.select([reply_r], [], [], REPORT_TIMEOUT_S)[0] and (chunk := os.read(reply_r, 4096)):
+            reply += chunk
+        if reply != b"ok":  # a child that failed, or hangs: it and its kernel end here (the kernel starts cold)
+            signal.pidfd_send_signal(watch, signal.SIGKILL)
+        conn.sendall(reply or b"error: the template's child did not report")
+    finally:
+        for fd in (*fds, reply_r, reply_w, watch):
+            if fd is not None:
+                os.close(fd)
+
+
+def _reap() -> None:
+    """Collect the template's children that have ended (C1s end with their kernels)."""
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
 
 
 def main() -> None:
@@ -235,13 +249,18 @@ def main() -> None:
             __import__(name)
         except ImportError:
             pass
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # C1s are reaped by the system
     server = socket.socket(fileno=listen_fd)
     while True:
-        ready, _, _ = select.select([server, lifeline], [], [])
+        ready, _, _ = select.select([server, lifeline], [], [], 1.0)
+        _reap()
         if lifeline in ready:
             os._exit(0)
-        conn, _ = server.accept()
+        if server not in ready:
+            continue
+        try:
+            conn, _ = server.accept()
+        except OSError:  # e.g. out of descriptors for a moment: the client times out and starts cold
+            continue
         with conn:
             try:
                 _serve(conn)
