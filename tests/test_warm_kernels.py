@@ -223,8 +223,9 @@ GRADE = "import sys; from pathlib import Path; from grader.running.batch import 
 
 
 def test_a_pool_of_workers_forks_its_kernels_from_one_template_of_the_grader(tmp_path):
-    """The grader starts the template before its workers (once, not once per worker); both workers' kernels
-    are forked from it, so they are its grandchildren, while their sandboxes (the holders) are the workers'."""
+    """The grader starts the template before its workers (once, not once per worker); the workers' kernels are
+    forked from it, so they are its grandchildren, while their sandboxes (the holders) are the workers'.
+    Everything is gathered over the whole batch, so a busy machine that runs the kernels one at a time passes too."""
     import psutil
 
     from classroom import class_of, released_course, write_inbox
@@ -235,25 +236,28 @@ def test_a_pool_of_workers_forks_its_kernels_from_one_template_of_the_grader(tmp
     env = {name: value for name, value in os.environ.items() if name != warm.REGISTRY}  # none of this process's
     batch = subprocess.Popen([sys.executable, "-c", GRADE, str(root)], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, env={**env, warm.SWITCH: "1"})
+    templates, forked, holders, cold = set(), set(), set(), set()
     try:
-        deadline = time.monotonic() + 900  # safety nets: both workers run a kernel within seconds,
-        forked_by = None  # and each kernel is forked within a second of its holder
-        while time.monotonic() < min(deadline, forked_by or deadline):
-            tree = {p.pid: p for p in psutil.Process(batch.pid).children(recursive=True)}
-            lines = {pid: _cmdline(p) for pid, p in tree.items()}
-            holders = [pid for pid, line in lines.items() if warm.HOLDER_ARGV[-1] in line]
-            # The template, its children and the kernels they fork all carry the template's command line.
-            forked = {pid for pid, line in lines.items() if str(warm.ZYGOTE) in line}
-            templates = [pid for pid in forked if _parent(tree[pid]) not in forked]
-            if len(holders) >= 2 and len(forked) - len(templates) >= 4:  # per kernel: a child and the kernel
+        deadline = time.monotonic() + 900  # a safety net for a busy machine: the batch takes seconds
+        while batch.poll() is None and time.monotonic() < deadline:  # what ever ran, seen over the whole batch
+            try:
+                tree = {p.pid: p for p in psutil.Process(batch.pid).children(recursive=True)}
+            except psutil.NoSuchProcess:
                 break
-            if len(holders) >= 2 and forked_by is None:
-                forked_by = time.monotonic() + 60
-            time.sleep(0.1)
-        else:
-            pytest.fail(f"the batch did not run two kernels forked from one template: {lines}")
-        assert [_parent(tree[pid]) for pid in templates] == [batch.pid], lines
-        assert not [pid for pid, line in lines.items() if "ipykernel_launcher" in line], "a kernel started cold"
+            lines = {pid: _cmdline(p) for pid, p in tree.items()}
+            parents = {pid: _parent(p) for pid, p in tree.items()}
+            holders |= {pid for pid, line in lines.items() if warm.HOLDER_ARGV[-1] in line}
+            # The template, its children and the kernels they fork all carry the template's command line.
+            ours = {pid for pid, line in lines.items() if str(warm.ZYGOTE) in line}
+            templates |= {(pid, parents[pid]) for pid in ours if parents[pid] not in ours | {None}}
+            forked |= {pid for pid in ours if parents[pid] in ours}
+            cold |= {pid for pid, line in lines.items() if "ipykernel_launcher" in line}
+            time.sleep(0.05)
+        assert batch.wait() == 0, "the batch failed"
+        assert len(holders) >= 2, "the batch should have run its kernels in sandboxes with holders"
+        assert [parent for _, parent in templates] == [batch.pid], templates  # one template, the grader's
+        assert forked, "no kernel was seen forked from the template"
+        assert not cold, "a kernel started cold"
     finally:
         batch.kill()
         batch.wait()
