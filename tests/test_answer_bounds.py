@@ -6,11 +6,13 @@ the caps of :mod:`grader.engine.reading.limits` and the child process of :mod:`g
 700 s and 1.1 GB, and ``- - - ... 1`` 500 deep made the grading raise ``RecursionError``. Each is read
 here: every test after it is flagged for review (a finding; the test keeps the points its behaviour
 earned), in bounded time. The limits are safety nets far above what was measured (a few
-hundredths of a second in process, about 0.6 s through the child on a busy 2-core machine).
+hundredths of a second in process, about 0.3 s through a reading server's fork on a busy 2-core machine).
 An honest notebook is read exactly as in process, with no finding.
 """
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,11 +20,13 @@ import nbformat
 import pytest
 
 import grader.engine.reading.rules as answer_rules
+from grader.engine.reading import bounds
 from grader.engine.reading.bounds import OVER_LIMITS, bounded_readings
 from grader.engine.reading.limits import (MAX_CELL_CHARS, MAX_DEPTH, MAX_ESCAPED_LINES, OVER_CAPS, cell_over_caps,
                                          nesting_depth)
 
-COURSE = Path(__file__).resolve().parent.parent / "course"
+ROOT = Path(__file__).resolve().parent.parent
+COURSE = ROOT / "course"
 TEST = ("test", "from grader.record import record\nrecord('f', f(1))")
 HONEST = "def f(x):\n    return x + 1\n"
 
@@ -95,8 +99,79 @@ def test_under_the_caps_the_reading_process_is_stopped_at_its_time_limit():
 
 
 def test_the_reading_process_that_runs_out_of_memory_flags_every_test():
-    read = bounded_readings(notebook(SHELL_UNDER_CAPS, tests=3), memory_mb=40)
+    """With room to read, this notebook has no finding; with an address space smaller than the reading process
+    already holds, its parse cannot allocate, and every test is flagged for a person."""
+    cells = notebook(NESTED_UNDER_CAPS, tests=3)
+    assert not any(flags(bounded_readings(cells)))
+    read = bounded_readings(cells, memory_mb=1)
     assert all(problems and problems[0].startswith("code the grader cannot read") for problems in flags(read))
+
+
+def _group(leader: int) -> list[int]:
+    """The live processes of the process group ``leader`` leads (a reading server and the reader it forked);
+    a zombie (dead, not yet reaped by whoever inherited it) is not counted."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            state, _, group = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:3]
+            if entry.name.isdigit() and int(group) == leader and state != "Z":
+                found.append(int(entry.name))
+        except (OSError, ValueError):
+            pass
+    return found
+
+
+def _ended(leader: int) -> bool:
+    """Whether the group has no live process, waiting for a SIGKILL to land (a safety net: milliseconds)."""
+    deadline = time.monotonic() + 30
+    while _group(leader) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _group(leader)
+
+
+def test_notebooks_are_read_one_after_another_by_one_server_and_each_in_a_fresh_fork():
+    """The server stays, and a reader ends with its notebook: two honest notebooks read after one that is
+    flagged read exactly as in process."""
+    honest = [notebook(HONEST, tests=2), notebook(HONEST + UNARY, tests=2)]
+    bounded_readings(honest[0])
+    server = bounds._SERVERS[0].process.pid
+    bounded_readings(notebook(SHELL_UNDER_CAPS, tests=3))
+    for cells in honest:
+        assert bounded_readings(cells) == answer_rules.test_cell_readings(cells)
+    assert bounds._SERVERS[0].process.pid == server and _group(server) == [server]  # no reader is left
+
+
+def test_a_reading_past_its_time_limit_ends_its_server_and_reader_and_the_next_notebook_gets_a_new_server():
+    bounded_readings(notebook(HONEST, tests=1))
+    server = bounds._SERVERS[0].process.pid
+    read = bounded_readings(notebook(NESTED_UNDER_CAPS, tests=5, added=9), timeout_s=1)
+    assert flags(read) == [[OVER_LIMITS.format(what="took longer than 1 s to read")]] * 5
+    assert _ended(server)
+    assert not any(flags(bounded_readings(notebook(HONEST, tests=1))))
+    assert bounds._SERVERS[0].process.pid != server
+
+
+def test_the_reading_server_and_its_reader_end_with_the_process_that_started_them():
+    """A grading worker killed with SIGKILL in the middle of a long reading (one that would take minutes)
+    leaves neither its server nor the reader."""
+    worker = subprocess.Popen([sys.executable, "-c", (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from test_answer_bounds import notebook, HONEST, NESTED_UNDER_CAPS\n"
+        "from grader.engine.reading import bounds\n"
+        "bounds.bounded_readings(notebook(HONEST, tests=1))\n"
+        "print(bounds._SERVERS[0].process.pid, flush=True)\n"
+        "bounds.bounded_readings(notebook(NESTED_UNDER_CAPS, tests=400, added=9), timeout_s=600)\n"),
+        str(Path(__file__).parent)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        server = int(worker.stdout.readline())
+        deadline = time.monotonic() + 30
+        while len(_group(server)) < 2 and time.monotonic() < deadline:  # the server has forked the reader
+            time.sleep(0.05)
+        assert len(_group(server)) == 2
+    finally:
+        worker.kill()
+        worker.wait()
+    assert _ended(server)
 
 
 @pytest.mark.parametrize("name", ["01_tensors.ipynb", "02_autograd.ipynb"])
