@@ -29,6 +29,10 @@ def parent_of_worker(_job) -> int:
     return os.getppid()
 
 
+def torch_already_in_worker(_job) -> bool:
+    return "torch" in sys.modules  # this module imports no torch: only the fork server can have
+
+
 def torch_threads_in_worker(_job) -> tuple[int, str | None]:
     import torch
 
@@ -64,6 +68,14 @@ def test_workers_come_from_a_fork_server_that_is_not_the_caller():
     with LocalRunner(workers=2) as runner:
         parents = {runner.result(runner.submit(parent_of_worker, None)) for _ in range(4)}
     assert len(parents) == 1 and os.getpid() not in parents
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not _pidfds(),
+                    reason="workers are forked from a server on Linux with pidfds only")
+def test_a_worker_starts_with_torch_imported_by_the_fork_server():
+    """Every job decodes recorded values with torch: a worker that imported it itself would pay about 2 s of CPU."""
+    with LocalRunner(workers=1) as runner:
+        assert runner.result(runner.submit(torch_already_in_worker, None))
 
 
 def test_torch_in_a_worker_uses_the_thread_count_its_pool_was_given(monkeypatch):

@@ -1,5 +1,6 @@
 """What importing costs: d2lite offers every module's names from its top level without importing them all,
-and the grader's processes that only read results (table, export, the command line) never import torch.
+and the grader's processes that only read results (table, export, the command line, nbgrader reading a course's
+configuration) never import torch.
 
 Each check runs in a fresh interpreter, since this test process has long imported torch."""
 from __future__ import annotations
@@ -24,6 +25,8 @@ def torch_imported_by(statement: str) -> bool:
 @pytest.mark.parametrize("statement", [
     "import d2lite", "from d2lite import unattended", "import d2lite.unattended",
     "import grader.results.table, grader.results.export, grader.results.manual", "import grader.cli",
+    # what a built course's nbgrader_config.py imports: every nbgrader command and formgrader in the course loads it
+    "import grader.results.export, grader.results.feedback, grader.results.offline_page, grader.stock",
 ])
 def test_reading_names_and_results_does_not_import_torch(statement):
     assert not torch_imported_by(statement)

@@ -162,11 +162,12 @@ def failed_result(assignment: TrustedNotebook, why: str) -> Outcome:
                    notebooks={Path(assignment.name).stem: nbformat.writes(nb)})
 
 
-# What a worker imports to run any job (the engine, and torch with the comparisons): a local runner's
-# workers are forked from a server that imported these once (grader.running.runner), so each new worker
-# starts in milliseconds instead of importing them again (about 3 s of CPU).
+# What a worker imports to run any job (the engine, and torch, which decodes and compares recorded values): a
+# local runner's workers are forked from a server that imported these once (grader.running.runner), so each new
+# worker starts in milliseconds instead of importing them again (about 3 s of CPU). torch is named itself: the
+# comparisons import it only when they run, so that nbgrader reading a course's configuration does not.
 WORKER_MODULES = ("grader.running.jobs", "grader.engine.grade", "grader.engine.verdict.references",
-                  "grader.engine.verdict.compare", "nbformat")
+                  "grader.engine.verdict.compare", "nbformat", "torch")
 
 
 def start_worker(workers: int, grader: int, memory_mb: int, environ: dict[str, str] | None = None) -> None:

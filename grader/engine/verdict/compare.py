@@ -20,11 +20,12 @@ from __future__ import annotations
 import builtins
 import math
 import re
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from ...values import decode, tensor_device
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["Expected", "collect", "compare", "check_records", "failing_keys", "key_problems", "exception_name",
            "test_reason"]
@@ -163,6 +164,9 @@ def compare(student_tree: Any, reference_tree: Any, rtol: float, atol: float) ->
 
 
 def _same(s: Any, r: Any, rtol: float, atol: float, path: str) -> tuple[bool, str]:
+    import torch  # imported by decode() already; here, not at the top, so that what only imports this module
+    #               (nbgrader reading a course's nbgrader_config.py, `course-grader release`) does not load torch
+
     if type(s) is not type(r):
         return False, f"{path} is of another type: expected a {type(r).__name__}"
     if isinstance(r, torch.Tensor):
@@ -200,6 +204,8 @@ def _same(s: Any, r: Any, rtol: float, atol: float, path: str) -> tuple[bool, st
 
 
 def _same_tensor(s: torch.Tensor, r: torch.Tensor, rtol, atol, path) -> tuple[bool, str]:
+    import torch
+
     if s.dtype != r.dtype:
         return False, f"{path} has another dtype: expected {r.dtype}"
     if s.shape != r.shape:
