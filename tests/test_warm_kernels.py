@@ -275,3 +275,18 @@ def _cmdline(process) -> str:
         return " ".join(process.cmdline())
     except Exception:  # noqa: BLE001 - gone meanwhile
         return ""
+
+
+def test_a_runner_for_unsafe_jobs_starts_no_template(monkeypatch):
+    """``--unsafe`` runs no sandboxed kernel, so its pool starts no template (about 2 s of CPU for nothing); a
+    sandboxed run's pool starts one."""
+    from grader.running import runner as runners
+
+    started = []
+    monkeypatch.setattr(runners, "_prestart_template", lambda workers: started.append(workers))
+    with runners.open_runner(workers=1, sandboxed=False):
+        pass
+    assert started == []
+    with runners.open_runner(workers=1):
+        pass
+    assert started == [1]

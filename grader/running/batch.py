@@ -116,7 +116,8 @@ def autograde(root: Path, *, assignments: list[str] | None = None, students: lis
         todo = pending_submissions(course, names, students, force, stale, gradebook_scores(gb))
     batch = _Batch(course, limits, unsafe, progress, key, deduct_certain_findings(course.root))
     if todo:
-        with open_runner(workers=workers, scheduler=scheduler) as runner, Gradebook(db_url, course_id) as gb:
+        with open_runner(workers=workers, scheduler=scheduler, sandboxed=not unsafe) as runner, \
+                Gradebook(db_url, course_id) as gb:
             batch.run(runner, gb, todo, [a for a in stale if any(a == t for _, t in todo)], seconds)
     sync_semester(course)  # due dates, extensions, penalties: from timestamps and the semester file, no kernel rerun
     graded = Outcomes(_with_unsaved(_outcomes(course, names, students), batch.unsaved), pending=len(todo))
@@ -154,7 +155,7 @@ def compute_references(root: Path, *, assignments: list[str] | None = None, work
     stale, _ = reference_plan(course, names, key)
     batch = _Batch(course, limits or load_limits(course.root), unsafe, False, key)
     if stale:
-        with open_runner(workers=workers) as runner:
+        with open_runner(workers=workers, sandboxed=not unsafe) as runner:
             batch.run(runner, None, [], stale, {})
     _, seconds = reference_plan(course, stale, key)
     sealed = {name: (seconds[name] if name in stale else None) for name in names if name in seconds or name not in stale}

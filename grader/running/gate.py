@@ -273,7 +273,7 @@ def check_notebooks(paths: list[Path], *, workers: int = 2, limits=None, unsafe:
             if plan.source is not None:
                 plan.assignment = TrustedNotebook.from_source(path)
             plans.append(plan)
-        with open_runner(workers=workers, scheduler=scheduler) as runner:
+        with open_runner(workers=workers, scheduler=scheduler, sandboxed=not unsafe) as runner:
             refs = {id(p): runner.submit(run_reference_job, ReferenceJob(p.assignment, limits, unsafe))
                     for p in plans if p.source is not None}
             for plan in plans:  # nbgrader's release, here, while the reference runs work

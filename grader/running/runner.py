@@ -65,14 +65,16 @@ def _pidfds() -> bool:
 class LocalRunner:
     """``workers`` processes on this machine (started from a fresh Python, :func:`worker_context`: no state
     inherited from the caller but its environment), each bounded to ``memory_mb`` of memory
-    (:mod:`grader.running.worker_memory`)."""
+    (:mod:`grader.running.worker_memory`). ``sandboxed``: the jobs will run sandboxed kernels, so the warm-kernel
+    template is started for them (an ``--unsafe`` run's kernels are never sandboxed: no template)."""
 
-    def __init__(self, workers: int, memory_mb: int = WORKER_MEMORY_MB):
-        self.workers, self.memory_mb = max(1, workers), memory_mb
+    def __init__(self, workers: int, memory_mb: int = WORKER_MEMORY_MB, sandboxed: bool = True):
+        self.workers, self.memory_mb, self.sandboxed = max(1, workers), memory_mb, sandboxed
         self._pool = self._new_pool()
 
     def _new_pool(self) -> ProcessPoolExecutor:
-        _prestart_template(self.workers)
+        if self.sandboxed:
+            _prestart_template(self.workers)
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=worker_context(), initializer=start_worker,
                                    initargs=(self.workers, os.getpid(), self.memory_mb, dict(os.environ)))
 
@@ -116,10 +118,11 @@ class LocalRunner:
         self.close()
 
 
-def open_runner(*, workers: int = 1, scheduler: str | None = None, **options):
-    """A :class:`LocalRunner`, or with ``scheduler`` a :class:`grader.running.cluster.DaskRunner`."""
+def open_runner(*, workers: int = 1, scheduler: str | None = None, sandboxed: bool = True, **options):
+    """A :class:`LocalRunner` (``sandboxed``: see there), or with ``scheduler`` a
+    :class:`grader.running.cluster.DaskRunner`."""
     if scheduler:
         from .cluster import DaskRunner
 
         return DaskRunner(scheduler, **options)
-    return LocalRunner(workers)
+    return LocalRunner(workers, sandboxed=sandboxed)
