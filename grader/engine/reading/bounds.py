@@ -11,9 +11,10 @@ canonical forms (1 s to compute, computed once per worker) and then only forks. 
 flags every graded test of the notebook for a person (a finding: the test keeps the points its behaviour
 earned); the grading goes on.
 
-Why a server: a fresh interpreter per notebook cost 0.45 s of CPU to read 01_tensors, of which 0.24 s was
-starting Python and importing IPython; a fork costs milliseconds (``make bench``, section reading). Each
-reader still starts from the server's clean state: nothing one notebook's reading leaves reaches the next.
+Why a server: a fresh interpreter per notebook cost 0.14-0.23 s of CPU per course notebook, most of it starting
+Python and importing IPython; a reader forked from the server, 0.03-0.10 s (``make bench``, section reading:
+2.7x less for the ten). Each reader still starts from the server's clean state: nothing one notebook's reading
+leaves reaches the next.
 The server has no student code in it and reads nothing but the requests of the worker that started it; it
 ends with that worker (end of its input, and ``PR_SET_PDEATHSIG``).
 
