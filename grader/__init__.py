@@ -14,8 +14,10 @@ the grader. Imports run one way, from the top down to the engine (tests/test_lay
 import sys
 
 # nbformat validates with jsonschema, whose optional ``rfc3987-syntax`` checker (installed through
-# jupyter-events' ``jsonschema[format-nongpl]``) compiles dozens of lark grammars when imported:
-# about 5 s of CPU in every process that imports nbformat, on a 2-core laptop (python-jsonschema
-# issue 1392). Notebook validation never uses the "iri" formats it provides, so course-grader's
-# processes go without it; jsonschema treats it as not installed. Anything imported earlier wins.
+# jupyter-events' ``jsonschema[format-nongpl]`` from jsonschema 4.25 on) builds dozens of lark parsers when
+# imported: about 1 s of CPU on an idle 2-core machine, more on a busy one (python-jsonschema issue 1392), in
+# every process that imports nbformat. constraints.txt pins jsonschema 4.24.1, which does not import it; for an
+# environment installed without those pins, course-grader's own processes still go without it (notebook
+# validation never uses the "iri" formats it provides; jsonschema treats it as not installed). Anything that
+# imported nbformat before the grader has paid already.
 sys.modules.setdefault("rfc3987_syntax", None)

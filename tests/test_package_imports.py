@@ -1,6 +1,6 @@
 """What importing costs: d2lite offers every module's names from its top level without importing them all,
 and the grader's processes that only read results (table, export, the command line, nbgrader reading a course's
-configuration) never import torch.
+configuration) never import torch, and nothing that imports nbformat builds jsonschema's lark parsers.
 
 Each check runs in a fresh interpreter, since this test process has long imported torch."""
 from __future__ import annotations
@@ -16,10 +16,15 @@ import d2lite
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def torch_imported_by(statement: str) -> bool:
-    script = f"import sys\n{statement}\nprint('torch' in sys.modules)"
+def imported_by(statement: str, module: str) -> bool:
+    """Whether ``module`` is in ``sys.modules`` after ``statement``, run in a fresh interpreter."""
+    script = f"import sys\n{statement}\nprint({module!r} in sys.modules)"
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600, check=True)
     return out.stdout.split()[-1] == "True"
+
+
+def torch_imported_by(statement: str) -> bool:
+    return imported_by(statement, "torch")
 
 
 @pytest.mark.parametrize("statement", [
@@ -34,6 +39,19 @@ def test_reading_names_and_results_does_not_import_torch(statement):
 
 def test_reading_a_name_imports_its_module_and_torch_with_it():  # the control: the probe sees torch when it is there
     assert torch_imported_by("import d2lite; d2lite.sgd")
+
+
+@pytest.mark.parametrize("statement", [
+    "import nbformat",                                   # nbval, nbclient, the tests, every grader process
+    "from nbgrader.apps.nbgraderapp import main",        # each nbgrader command
+    "import jupyter_events.validators",                  # JupyterLab's server, which checks events with formats
+])
+def test_importing_nbformat_builds_no_lark_parsers(statement):
+    """jsonschema 4.25 and later, with rfc3987-syntax installed (its format-nongpl extra, which jupyter-events asks
+    for), build dozens of lark parsers on import: about 1 s of CPU in every process that imports nbformat, before
+    grader/__init__.py can keep them out. constraints.txt pins jsonschema 4.24.1, which has no such import."""
+    assert not imported_by(statement, "rfc3987_syntax")
+    assert not imported_by(statement, "lark")
 
 
 def test_the_top_level_offers_every_modules_names_the_last_module_winning():
