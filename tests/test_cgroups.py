@@ -30,6 +30,16 @@ for c in children:
 HONEST = "total = sum(i * i for i in range(3_000_000))\nprint(total)"
 
 
+@pytest.fixture(autouse=True)
+def _one_torch_thread_per_kernel(monkeypatch):
+    """These kernels get 1 GB of address space each (RLIMIT_AS), and a kernel's address space grows with its torch
+    threads (a malloc arena per thread): importing torch with one thread peaks at about 1.0 GB, with two the kernel
+    dies before it answers. pytest-xdist's workers already have one thread each (tests/conftest.py); a run
+    without it (``pytest tests/test_cgroups.py``) gets the same here. Kernels inherit the variables."""
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(name, "1")
+
+
 def text(run) -> str:
     return "".join(o.get("text", "") for o in run.outputs)
 
