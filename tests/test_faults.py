@@ -61,16 +61,16 @@ def delete_mean(nb):
     nb.cells.remove(cell_with_id(nb, "mean"))
 
 
-# The two slow cells that the interrupt ends wait in time.sleep: the grader watches only the clock, so a loop
-# that never ends is the same fault whether it spins or sleeps, and two spinning loops took two cores from the
-# rest of the suite for LIMITS.cell_timeout_s each. The one that ignores the interrupt spins, so the kernel the
-# grader must kill is busy (as is test_sandbox's loop that meets the CPU-time limit).
+# The slow cells wait in time.sleep: the grader watches only the clock (it interrupts a cell past its time limit,
+# and restarts a kernel that ignores the interrupt), so a loop that never ends is the same fault whether it spins
+# or sleeps, and three spinning loops took the cores from the rest of the suite for LIMITS.cell_timeout_s each.
+# A loop that spins meets the CPU-time limit in test_sandbox.
 CASES = {  # name -> (answers for mean, mutate, expected points per test)
     "slow_answer_cell": (MEAN + "\nimport time\nwhile True:\n    time.sleep(0.1)", None, (1, 2, 1)),
     "slow_test": ("import time\n\n\ndef mean(xs):\n    while len(xs) == 9:\n        time.sleep(0.1)\n"
                   "    return sum(xs) / len(xs)", None, (1, 0, 1)),
-    "ignores_interrupt": ("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-                          "while True:\n    pass", None, (1, 0, 1)),
+    "ignores_interrupt": ("import signal\nimport time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                          "while True:\n    time.sleep(0.1)", None, (1, 0, 1)),
     "exit_midway": ("import os\nos._exit(1)", None, (1, 0, 0)),
     "segfault": ("import ctypes\nctypes.string_at(0)", None, (1, 0, 0)),
     "killed_like_oom": ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", None, (1, 0, 0)),
