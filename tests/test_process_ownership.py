@@ -17,7 +17,7 @@ import time
 import psutil
 import pytest
 
-from classroom import class_of, released_course, write_inbox
+from classroom import answer_of, released_course, with_answer, write_inbox
 from grader.engine.isolation.warm import HOLDER_ARGV
 from grader.intake.collect import collect
 
@@ -74,7 +74,11 @@ def process_tree(batch_pid: int) -> tuple[list[int], int]:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 def test_workers_kernels_and_the_resource_tracker_end_with_a_killed_batch(tmp_path):
     root = released_course(tmp_path / "course")
-    collect(root, write_inbox(tmp_path / "inbox", class_of(root)))
+    # Two students whose answer waits: each worker holds its kernel until the batch is killed, so the snapshot
+    # below sees both at once however fast or slow the machine (the fixture's own answers take a fraction of a
+    # second: on a busy machine the two kernels could miss each other and the batch end unseen).
+    waiting = with_answer("scale", answer_of("scale") + "\n\nimport time\ntime.sleep(3600)")
+    collect(root, write_inbox(tmp_path / "inbox", {"ann": waiting, "bob": waiting}))
     batch = subprocess.Popen([sys.executable, "-c", GRADE, str(root)], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     try:
@@ -83,6 +87,8 @@ def test_workers_kernels_and_the_resource_tracker_end_with_a_killed_batch(tmp_pa
             descendants, workers_with_a_kernel = process_tree(batch.pid)
             if workers_with_a_kernel >= 2:
                 break
+            if batch.poll() is not None:
+                pytest.fail(f"the batch ended (exit status {batch.returncode}) before two kernels were seen")
             time.sleep(0.2)
         else:
             pytest.fail("the batch did not start two kernels")
