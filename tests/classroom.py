@@ -65,22 +65,56 @@ _RELEASED: Path | None = None  # the fixture course built and released once per 
 
 
 def _build_released(folder: Path) -> None:
+    from grader.running.batch import compute_references
+
     build(folder / "course", FIXTURE.parent)
     release(folder / "course")
+    # The solution's reference values, sealed with the course's key, as `course-grader release` leaves them: every
+    # copy grades its submissions without running the solution again (autograde checks the seal and the source).
+    _, failed = compute_references(folder / "course")
+    assert not failed, failed
 
 
 def released_course(root: Path) -> Path:
-    """The fixture course built and released at ``root``.
+    """The fixture course built and released at ``root``, with its solution's reference values sealed.
 
     nbgrader's generate_assignment and release take seconds and give the same course every time (no file
-    holds the root's path): the course is built once per test run (see :func:`share_across_processes`),
-    and each call gets a full copy of it (gradebook, release, exchange), which the caller may change as
-    it likes."""
+    holds the root's path), and so does the solution's reference run: the course is built once per test run
+    (see :func:`share_across_processes`), and each call gets a full copy of it (gradebook, release, exchange,
+    references and the key that seals them), which the caller may change as it likes."""
     global _RELEASED
     if _RELEASED is None:
         _RELEASED = _made_once("released", _build_released) / "course"
     shutil.copytree(_RELEASED, root, symlinks=True, dirs_exist_ok=True)
     copy_exchange(_RELEASED, root)
+    return root
+
+
+COURSE_NOTEBOOKS = ("01_tensors", "02_autograd")  # of the course itself (course/), for the tests that grade them
+_RELEASED_NOTEBOOKS: Path | None = None
+
+
+def _build_released_notebooks(folder: Path) -> None:
+    from grader.running.batch import compute_references
+
+    source = folder / "source"
+    source.mkdir()
+    for name in COURSE_NOTEBOOKS:
+        shutil.copy(Path(__file__).resolve().parents[1] / "course" / f"{name}.ipynb", source)
+    build(folder / "course", source)
+    release(folder / "course")
+    _, failed = compute_references(folder / "course", workers=2)
+    assert not failed, failed
+
+
+def released_course_notebooks(root: Path) -> Path:
+    """:data:`COURSE_NOTEBOOKS` of course/ as one course, built, released and with their solutions' reference
+    values sealed, at ``root``: a full copy of one made once per test run, as :func:`released_course`."""
+    global _RELEASED_NOTEBOOKS
+    if _RELEASED_NOTEBOOKS is None:
+        _RELEASED_NOTEBOOKS = _made_once("course-notebooks", _build_released_notebooks) / "course"
+    shutil.copytree(_RELEASED_NOTEBOOKS, root, symlinks=True, dirs_exist_ok=True)
+    copy_exchange(_RELEASED_NOTEBOOKS, root)
     return root
 
 

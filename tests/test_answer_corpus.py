@@ -11,7 +11,6 @@ the release earns there or awaits a person; the controls score full marks and no
 """
 from __future__ import annotations
 
-import shutil
 
 import nbformat
 import pytest
@@ -83,17 +82,14 @@ def _combined(group: dict[str, Entry]) -> nbs.NotebookNode:
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
-    from grader.authoring.assembly import build, release
+    from classroom import COURSE_NOTEBOOKS, released_course_notebooks
     from grader.authoring.coursedir import CourseDir
     from grader.intake.collect import collect
     from grader.running.batch import autograde
 
+    assert T in COURSE_NOTEBOOKS
     base = tmp_path_factory.mktemp("corpus")
-    (base / "source").mkdir()
-    shutil.copy(COURSE / f"{T}.ipynb", base / "source")
-    root = base / "course"
-    build(root, base / "source")
-    release(root)
+    root = released_course_notebooks(base / "course")  # every student hands in T only
     honest = _grouped({k: e for k, e in HONEST.items() if k not in KNOWN}, T)
     attacks = _grouped(ATTACKS, T)[:BATCH_ATTACKERS]
     students = {"solution": nbs.read_notebook(COURSE / f"{T}.ipynb"),

@@ -12,13 +12,11 @@ same batch get exactly their scores, and nobody's other exercises lose anything.
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from grader.authoring.assembly import build, release
 from grader.engine.notebook import cells as nbs
 from grader.engine.reading.rules import REVIEW_REASON
 from grader.engine.grade import validate
@@ -71,14 +69,11 @@ def points(outcomes, student, name) -> dict[str, tuple[float, str]]:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
+    from classroom import COURSE_NOTEBOOKS, released_course_notebooks
+
+    assert (T, A) == COURSE_NOTEBOOKS
     base = tmp_path_factory.mktemp("host-verdict")
-    source = base / "source"
-    source.mkdir()
-    for name in (T, A):
-        shutil.copy(COURSE / f"{name}.ipynb", source)
-    root = base / "course"
-    build(root, source)
-    release(root)
+    root = released_course_notebooks(base / "course")
     inbox = base / "inbox"
     honest = {"ada": {T: {}, A: {}}, "ben": {T: {"softmax": nbs.CODE_STUB, "pairwise_distances": nbs.CODE_STUB},
                                             A: {"sgd_step": nbs.CODE_STUB}}}

@@ -29,10 +29,10 @@ from classroom import A, FIXTURE, cell_scores, class_of, released_course, write_
 from grader.errors import GraderError
 from grader.authoring.coursedir import CourseDir
 from grader.engine.notebook import cells as nbs
-from grader.engine.grade import save_reference
 from grader.engine.verdict.seal import course_key
 from grader.intake.collect import collect
 from grader.running.batch import NotGraded, autograde
+from grader.running.pending import reference_plan
 from grader.running.cluster import CONNECT_TIMEOUT_S, DaskRunner
 
 DASK = str(Path(sys.executable).parent / "dask")
@@ -293,10 +293,8 @@ def test_a_worker_without_bubblewrap_refuses_each_submission_and_they_stay_pendi
     no_bwrap = dict(os.environ, PATH=str(Path(sys.executable).parent))
     assert shutil.which("bwrap", path=no_bwrap["PATH"]) is None
     ours = copy_of(collected, tmp_path / "course")
-    course = CourseDir(ours)
-    course.references(A).parent.mkdir()
-    references = save_reference(course.source_notebook(A), course.references(A))
-    references.save(course.references(A), course_key(course.key))  # sealed here, as by an earlier batch
+    course = CourseDir(ours)  # its references were sealed at release (tests/classroom.py), as by an earlier batch:
+    assert reference_plan(course, [A], course_key(course.key))[0] == []  # nothing but the submissions to run
     with cluster(tmp_path / "nodes", workers=1, env=no_bwrap) as nodes:
         with pytest.raises(NotGraded) as refused:
             autograde(ours, scheduler=nodes.address)
