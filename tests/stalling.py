@@ -26,7 +26,10 @@ from grader.engine.notebook.allowlist import MAX_HTML_DEPTH
 from grader.engine.reading.limits import MAX_CELL_CHARS, MAX_DEPTH, MAX_ESCAPED_LINES
 
 WRITTEN = "explain"  # the grade_id of the written answer added to the fixture
-SHELL_LINES = 8 * MAX_ESCAPED_LINES                       # 400 `!` lines of 290 characters: 116 KB
+# 400 `!` lines of 290 characters: 116 KB. The attack was on the reading (IPython rewrites each line), so they sit
+# under `if False:`: read as they were, never run (400 shells forked from a kernel that holds torch take a minute
+# of the kernel's own time, which its time limit bounds like any student's; tests/test_faults.py).
+SHELL_LINES = 8 * MAX_ESCAPED_LINES
 NESTED_DEPTH, LIST_CHARS = MAX_DEPTH + 58, 90 * MAX_CELL_CHARS  # 98 deep (Python allows 100) around 1.8 MB
 DIVS = 300 * MAX_HTML_DEPTH                                # 30,000 nested <div>s
 UNARY = 12 * MAX_DEPTH + 20                                # - - ... 1, 500 deep
@@ -47,7 +50,7 @@ def _nested_list() -> str:
 def stalling_additions() -> dict[str, tuple[str, str]]:
     """{student: (the cell their addition goes in, the addition)}: code after the answer of ``scale``, or
     the text of the written answer."""
-    return {"shell": ("scale", "".join(f"!echo {'a' * 280} {i}\n" for i in range(SHELL_LINES))),
+    return {"shell": ("scale", "if False:\n" + "".join(f"    !echo {'a' * 276} {i}\n" for i in range(SHELL_LINES))),
             "nested": ("scale", _nested_list()),
             "divs_output": ("scale", "from IPython.display import HTML, display\n"
                                      f"display(HTML('<div>' * {DIVS} + 'x' + '</div>' * {DIVS // 2}))\n"),
