@@ -11,7 +11,6 @@ the release earns there or awaits a person; the controls score full marks and no
 """
 from __future__ import annotations
 
-
 import nbformat
 import pytest
 
