@@ -19,6 +19,8 @@ from typing import Any, Callable, Sequence
 import torch
 from torch import nn
 
+from d2lite import script_forker
+
 __all__ = ["get_params", "allreduce", "split_batch", "run_distributed"]
 
 
@@ -144,8 +146,8 @@ def _d2lite_rank(rank, folder, world_size, seconds):
 
 if __name__ == "__main__":
     folder, world_size, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-    # On Linux the ranks are forked from this fresh process, which has imported torch once;
-    # elsewhere they are spawned (they re-import this file).
+    # On Linux the ranks are forked from this process, which has imported torch once;
+    # elsewhere they are spawned (they import this file again).
     method = "fork" if sys.platform.startswith("linux") else "spawn"
     try:
         _mp.start_processes(_d2lite_rank, args=(folder, world_size, seconds), nprocs=world_size,
@@ -197,10 +199,10 @@ def run_distributed(fn: Callable, args_per_rank: Sequence[Sequence[Any]], *,
 
     fn: a function written with ``def`` (in a notebook too). Its *source* is written, after
         ``import torch``, ``import torch.distributed as dist``, ``from torch import nn`` and
-        ``from torch.nn import functional as F``, into a script in a temporary folder, and a new
-        Python runs that script and starts the processes: a new process cannot import a function
-        that exists only in a notebook, so ``fn`` may use those names and its arguments, nothing
-        else of the notebook.
+        ``from torch.nn import functional as F``, into a script in a temporary folder, and a
+        separate process runs that script and starts the processes: a new process cannot import a
+        function that exists only in a notebook, so ``fn`` may use those names and its arguments,
+        nothing else of the notebook.
     args_per_rank: one sequence of arguments per process (tensors, numbers, lists, dicts),
         passed with ``torch.save``.
     timeout: seconds for the whole run; a collective that waits longer fails.
@@ -209,6 +211,11 @@ def run_distributed(fn: Callable, args_per_rank: Sequence[Sequence[Any]], *,
     the processes print is printed here, each line prefixed with its rank. Raises RuntimeError
     with the error of the first process that failed (the others are stopped). The temporary
     folder is removed.
+
+    On Linux the process that runs the script is forked from a helper process
+    (:mod:`d2lite.script_forker`) that the first call starts, that imports PyTorch once (a second
+    or two) and that ends with this Python; later calls skip that import. Elsewhere each call
+    starts a new Python. Either way the processes see ``os.environ`` as it is at the call.
     """
     world_size = len(args_per_rank)
     if world_size < 1:
@@ -225,31 +232,53 @@ def run_distributed(fn: Callable, args_per_rank: Sequence[Sequence[Any]], *,
         loopback = _loopback_interface()
         if loopback and "GLOO_SOCKET_IFNAME" not in env:
             env["GLOO_SOCKET_IFNAME"] = loopback
-        launcher = subprocess.Popen([sys.executable, script, folder, str(world_size), str(timeout)],
-                                    env=env, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True, start_new_session=os.name == "posix")
-        try:
-            log, _ = launcher.communicate(timeout=timeout + 30)
-        except subprocess.TimeoutExpired:
-            _stop(launcher)
-            log, _ = launcher.communicate()
+        argv = [script, folder, str(world_size), str(timeout)]
+        if _FORK_THE_LAUNCHER:
+            log_path = os.path.join(folder, "launcher.log")
+            returncode = script_forker.run_script(argv, env=env, cwd=folder, log=log_path,
+                                                  seconds=timeout + _GRACE_S)
+            log = open(log_path, errors="replace").read() if os.path.exists(log_path) else ""
+        else:
+            returncode, log = _launch_fresh(argv, env, timeout + _GRACE_S)
+        if returncode is None:
             raise RuntimeError(f"run_distributed: the {world_size} processes did not finish within "
-                               f"{timeout:g} s; output:\n{log[-3000:]}") from None
-        finally:
-            _stop(launcher)
+                               f"{timeout:g} s; output:\n{log[-3000:]}")
         outputs = []
         for rank in range(world_size):
             path = os.path.join(folder, f"output{rank}.txt")
             outputs.append(open(path).read() if os.path.exists(path) else "")
-        if launcher.returncode != 0:
+        if returncode != 0:
             printed = "".join(f"[rank {r}] {line}\n" for r, text in enumerate(outputs) for line in text.splitlines())
-            raise RuntimeError(f"run_distributed: a process failed (exit status {launcher.returncode}):\n"
+            raise RuntimeError(f"run_distributed: a process failed (exit status {returncode}):\n"
                                f"{printed}{_first_failure(folder, world_size) or log[-3000:]}")
         for rank, text in enumerate(outputs):
             for line in text.splitlines():
                 print(f"[rank {rank}] {line}")
         return [torch.load(os.path.join(folder, f"result{rank}.pt"), weights_only=False)
                 for rank in range(world_size)]
+
+
+# Whether the launcher is forked by d2lite.script_forker's helper, which has imported torch (Linux),
+# or is a new Python (elsewhere).
+_FORK_THE_LAUNCHER = script_forker.AVAILABLE
+# Seconds the launcher gets beyond ``timeout`` (its own start and clean-up) before it is killed.
+_GRACE_S = 30.0
+
+
+def _launch_fresh(argv: list[str], env: dict, seconds: float) -> tuple[int | None, str]:
+    """Run the launcher script ``argv`` in a new Python; returns (its exit status, or None when
+    it was killed after ``seconds``; what it printed)."""
+    launcher = subprocess.Popen([sys.executable, *argv], env=env, cwd=argv[1], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=os.name == "posix")
+    try:
+        log, _ = launcher.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        _stop(launcher)
+        log, _ = launcher.communicate()
+        return None, log
+    finally:
+        _stop(launcher)
+    return launcher.returncode, log
 
 
 def _stop(launcher: subprocess.Popen) -> None:

@@ -1,12 +1,20 @@
 """Data-parallel helpers on the CPU and on device lists that repeat a device; run_distributed
 with real gloo processes."""
+import os
+import signal
+import subprocess
+import sys
 import tempfile
+import time
+from pathlib import Path
 
+import psutil
 import pytest
 import torch
 import torch.distributed as dist
 
 import d2lite
+from d2lite import parallel, script_forker
 
 CPU = torch.device("cpu")
 
@@ -134,7 +142,18 @@ def failing(x):
     dist.all_reduce(x)
 
 
-def test_run_distributed_runs_real_processes_and_cleans_up(tmp_path, monkeypatch, capsys):
+@pytest.fixture(params=["forked by the helper", "a new Python"])
+def launch(request, monkeypatch):
+    """Both ways a launcher starts: forked by d2lite.script_forker's helper (Linux), or a new
+    Python (macOS, Windows, and any machine without os.pidfd_open)."""
+    forked = request.param == "forked by the helper"
+    if forked and not script_forker.AVAILABLE:
+        pytest.skip("the helper needs Linux (os.pidfd_open)")
+    monkeypatch.setattr(parallel, "_FORK_THE_LAUNCHER", forked)
+    return request.param
+
+
+def test_run_distributed_runs_real_processes_and_cleans_up(launch, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     inputs = [(torch.tensor([1.0, 2.0]),), (torch.tensor([10.0, 20.0]),), (torch.tensor([100.0, 200.0]),)]
     results = d2lite.run_distributed(collectives, inputs)
@@ -149,11 +168,109 @@ def test_run_distributed_runs_real_processes_and_cleans_up(tmp_path, monkeypatch
     assert list(tmp_path.iterdir()) == [], "the temporary folder is removed"
 
 
-def test_run_distributed_reports_the_failing_rank(tmp_path, monkeypatch):
+def test_run_distributed_reports_the_failing_rank(launch, tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     with pytest.raises(RuntimeError, match="(?s)rank 1 failed first:.*ValueError: rank 1 gives up"):
         d2lite.run_distributed(failing, [(torch.ones(2),), (torch.ones(2),)], timeout=600)
     assert list(tmp_path.iterdir()) == []
+
+
+def environment_and_launcher(name):
+    """Runs in every process: the variable ``name`` as this process sees it, and the pid of the
+    process that started this rank's launcher (the rank's grandparent)."""
+    import os
+    with open(f"/proc/{os.getppid()}/stat") as stat:
+        grandparent = int(stat.read().rsplit(")", 1)[1].split()[1])
+    return os.environ.get(name), grandparent
+
+
+@pytest.mark.skipif(not script_forker.AVAILABLE, reason="the helper needs Linux (os.pidfd_open)")
+def test_later_calls_fork_their_launcher_from_one_helper_that_has_imported_torch(monkeypatch):
+    monkeypatch.setattr(parallel, "_FORK_THE_LAUNCHER", True)
+    first = d2lite.run_distributed(environment_and_launcher, [("D2LITE_SEEN",)] * 2)
+    monkeypatch.setenv("D2LITE_SEEN", "set after the helper started")
+    second = d2lite.run_distributed(environment_and_launcher, [("D2LITE_SEEN",)] * 2)
+    helpers = {launcher for (_, launcher), _ in first + second}
+    assert len(helpers) == 1, f"one helper forks every launcher, got {helpers}"
+    helper = helpers.pop()
+    assert helper != os.getpid(), "the launcher is not this process's child"
+    assert "d2lite.script_forker" in open(f"/proc/{helper}/cmdline").read()
+    assert "libtorch" in open(f"/proc/{helper}/maps").read(), "the helper has imported torch"
+    assert [seen for (seen, _), _ in first] == [None, None]
+    assert [seen for (seen, _), _ in second] == ["set after the helper started"] * 2, "os.environ at the call"
+
+
+@pytest.mark.skipif(not script_forker.AVAILABLE, reason="the helper needs Linux (os.pidfd_open)")
+def test_a_helper_that_died_between_calls_is_replaced_by_the_next_call(monkeypatch):
+    monkeypatch.setattr(parallel, "_FORK_THE_LAUNCHER", True)
+    [((_, helper), _)] = d2lite.run_distributed(environment_and_launcher, [("D2LITE_SEEN",)])
+    os.kill(helper, signal.SIGKILL)
+    assert all_end(helper)
+    [((_, replacement), (name,))] = d2lite.run_distributed(environment_and_launcher, [("D2LITE_SEEN",)])
+    assert replacement != helper and name == "D2LITE_SEEN"
+
+
+def hanging(pid_file):
+    """Every rank sleeps (no collective that could time out first); rank 1 notes its pid."""
+    import os
+    import time
+    if dist.get_rank() == 1:
+        with open(pid_file, "w") as note:
+            note.write(str(os.getpid()))
+    time.sleep(3600)
+
+
+def ended(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def all_end(*pids: int) -> bool:
+    """Whether the processes end within 30 s (a safety net: a killed process ends at once)."""
+    for _ in range(300):
+        if all(ended(pid) for pid in pids):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_run_past_its_timeout_is_killed_with_its_ranks_and_the_next_call_works(launch, tmp_path, monkeypatch):
+    monkeypatch.setattr(parallel, "_GRACE_S", 1.0)
+    pid_file = str(tmp_path / "rank1.pid")
+    with pytest.raises(RuntimeError, match="did not finish within 3 s"):
+        d2lite.run_distributed(hanging, [(pid_file,), (pid_file,)], timeout=3)
+    assert all_end(int(open(pid_file).read())), "the sleeping rank was killed"
+    [(_, (x,))] = d2lite.run_distributed(failing, [(torch.ones(2),)])
+    torch.testing.assert_close(x, torch.ones(2))
+
+
+CALLER = """
+import sys, torch, d2lite
+sys.path.insert(0, sys.argv[2])
+from test_parallel import hanging
+d2lite.run_distributed(hanging, [(sys.argv[1],), (sys.argv[1],)], timeout=600)
+"""
+
+
+@pytest.mark.skipif(not script_forker.AVAILABLE, reason="the helper needs Linux (os.pidfd_open)")
+def test_the_helper_and_a_running_script_end_when_their_caller_is_killed(tmp_path):
+    pid_file = tmp_path / "rank1.pid"
+    caller = subprocess.Popen([sys.executable, "-c", CALLER, str(pid_file), str(Path(__file__).parent)])
+    try:
+        for _ in range(600):  # a safety net: the rank writes its pid within seconds
+            if pid_file.exists() and pid_file.read_text():
+                break
+            time.sleep(0.1)
+        rank = int(pid_file.read_text())
+        helper = psutil.Process(rank).parent().parent()
+        assert "d2lite.script_forker" in " ".join(helper.cmdline())
+    finally:
+        caller.kill()
+        caller.wait()
+    assert all_end(rank), "the helper killed the script its caller was waiting for"
+    assert all_end(helper.pid), "the helper ended with its caller"
 
 
 def test_run_distributed_needs_source_code_and_processes():
