@@ -1,10 +1,12 @@
 """Data-parallel helpers on the CPU and on device lists that repeat a device; run_distributed
 with real gloo processes."""
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -236,12 +238,35 @@ def all_end(*pids: int) -> bool:
     return False
 
 
+@contextlib.contextmanager
+def new_descendants():
+    """The pids of every process that descends from this one and appears inside the block (the
+    helper, the launcher, its ranks), seen every 50 ms."""
+    me = psutil.Process()
+    before = {child.pid for child in me.children(recursive=True)}
+    seen, stop = set(), threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            seen.update(child.pid for child in me.children(recursive=True) if child.pid not in before)
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        watcher.join()
+
+
 def test_a_run_past_its_timeout_is_killed_with_its_ranks_and_the_next_call_works(launch, tmp_path, monkeypatch):
     monkeypatch.setattr(parallel, "_GRACE_S", 1.0)
-    pid_file = str(tmp_path / "rank1.pid")
-    with pytest.raises(RuntimeError, match="did not finish within 3 s"):
-        d2lite.run_distributed(hanging, [(pid_file,), (pid_file,)], timeout=3)
-    assert all_end(int(open(pid_file).read())), "the sleeping rank was killed"
+    with new_descendants() as started:
+        with pytest.raises(RuntimeError, match="did not finish within 3 s"):
+            d2lite.run_distributed(hanging, [(str(tmp_path / "rank1.pid"),)] * 2, timeout=3)
+    assert started, "the launcher (at least) was started"
+    assert all_end(*started), "the launcher and every rank it started were killed"
     [(_, (x,))] = d2lite.run_distributed(failing, [(torch.ones(2),)])
     torch.testing.assert_close(x, torch.ones(2))
 
@@ -259,7 +284,7 @@ def test_the_helper_and_a_running_script_end_when_their_caller_is_killed(tmp_pat
     pid_file = tmp_path / "rank1.pid"
     caller = subprocess.Popen([sys.executable, "-c", CALLER, str(pid_file), str(Path(__file__).parent)])
     try:
-        for _ in range(600):  # a safety net: the rank writes its pid within seconds
+        for _ in range(3000):  # a safety net, 300 s: the rank writes its pid within seconds
             if pid_file.exists() and pid_file.read_text():
                 break
             time.sleep(0.1)
