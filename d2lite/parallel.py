@@ -137,8 +137,12 @@ def _d2lite_rank(rank, folder, world_size, seconds):
         torch.save((result, args), os.path.join(folder, f"result{{rank}}.pt"))
     except BaseException as error:  # noted before the others see this rank vanish and fail too
         import traceback
-        with open(os.path.join(folder, f"error{{rank}}.txt"), "w") as note:
-            note.write("".join(traceback.format_exception(error)))
+        # Written whole or not at all: a rank killed while writing (the others are stopped once
+        # one fails) leaves only the .part file, which the caller does not read.
+        note = os.path.join(folder, f"error{{rank}}.txt")
+        with open(note + ".part", "w") as part:
+            part.write("".join(traceback.format_exception(error)))
+        os.replace(note + ".part", note)
         raise
     finally:
         dist.destroy_process_group()
@@ -160,8 +164,9 @@ if __name__ == "__main__":
 def _first_failure(folder: str, world_size: int) -> str:
     """The traceback of the rank that failed first (the others usually fail because it vanished),
     then one line for each other failed rank; "" when no rank noted an error."""
-    notes = [(os.stat(path).st_mtime_ns, rank, open(path).read()) for rank in range(world_size)
-             if os.path.exists(path := os.path.join(folder, f"error{rank}.txt"))]
+    notes = [(os.stat(path).st_mtime_ns, rank, text) for rank in range(world_size)
+             if os.path.exists(path := os.path.join(folder, f"error{rank}.txt"))
+             and (text := open(path).read()).strip()]  # an empty note says nothing (none is written empty)
     if not notes:
         return ""
     notes.sort()

@@ -177,6 +177,18 @@ def test_run_distributed_reports_the_failing_rank(launch, tmp_path, monkeypatch)
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_rank_killed_while_noting_its_error_does_not_hide_the_rank_that_failed(tmp_path):
+    """Once a rank fails the others are stopped, some while they write their own note: an empty note
+    or an unfinished one (``.part``, renamed only when whole) is passed over, not reported as a failure."""
+    (tmp_path / "error0.txt").write_text("")           # created, then killed before the first write
+    (tmp_path / "error2.txt.part").write_text("Traceback (most recent call last):\n  File")
+    (tmp_path / "error1.txt").write_text("Traceback (most recent call last):\nValueError: rank 1 gives up\n")
+    os.utime(tmp_path / "error0.txt", ns=(1, 1))      # the empty note is the oldest
+    report = parallel._first_failure(str(tmp_path), world_size=3)
+    assert report.startswith("rank 1 failed first:\n") and report.endswith("ValueError: rank 1 gives up\n")
+    assert "rank 0" not in report and "rank 2" not in report
+
+
 def environment_and_launcher(name):
     """Runs in every process: the variable ``name`` as this process sees it, and the pid of the
     process that started this rank's launcher (the rank's grandparent)."""
