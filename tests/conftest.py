@@ -33,13 +33,13 @@ if _XDIST_WORKERS > 1:
         os.environ.setdefault(_name, str(max(1, _CORES // _XDIST_WORKERS)))
 
 
-# Memory: glibc gives the large blocks a torch training loop frees (a convolution's buffers, several MB each)
-# back to the system and faults them in again at the next batch: in section 6.6's LeNet run
-# (tests/test_d2l_chapters.py) that was 22 of its 79 s, in page faults (one thread, 2026-11-29). With a
-# fixed mmap threshold (32 MB, the largest man mallopt allows) and a trim threshold of 256 MB it keeps them for reuse:
-# 56 s, same accuracies, same peak memory. Only speed changes; set before the xdist workers start, so that
-# they and every child (scripts, kernels, torchrun) inherit it; a value set by the caller wins. Sandboxed
-# grading kernels start with a clean environment and do not see it.
+# Memory: glibc gives the large blocks a torch training loop frees (a convolution's buffers, several MB each) back
+# to the system and faults them in again at the next batch: in section 6.6's LeNet run
+# (tests/test_d2l_chapters.py) that was 22 of its 79 s, in page faults (one thread, 2026-11-29). With a fixed mmap
+# threshold (32 MB, the largest man mallopt allows) and a trim threshold of 256 MB it keeps them for reuse: 56 s,
+# same accuracies, same peak memory. Only speed changes; set before the xdist workers start, so that they and
+# every child (scripts, kernels, torchrun) inherit it; a value set by the caller wins. Sandboxed grading kernels
+# start with a clean environment and do not see it.
 os.environ.setdefault("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=268435456")
 
 
