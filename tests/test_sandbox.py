@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from grader.engine.isolation.kernel import Kernel
-from grader.engine.isolation.sandbox import Limits, sandbox_status
+from grader.engine.isolation.sandbox import Limits, sandbox_status, sandboxed_rlimits
 
 AS_ROOT = ("run the tests as root, as CI's container does (`sudo .ci/run`, or `sudo make test`): "
            "only a root grader gives kernels a uid of their own")
@@ -111,7 +111,8 @@ def test_memory_limit_raises_memory_error_and_the_kernel_survives(kernel):
 
 
 @pytest.mark.required_in_ci(AS_ROOT)
-@pytest.mark.skipif(os.geteuid() != 0, reason="RLIMIT_NPROC is only set for a uid of its own")
+@pytest.mark.skipif(os.geteuid() != 0, reason="without root only a control group bounds a kernel's processes "
+                                              "(tests/test_cgroups.py); as root RLIMIT_NPROC does where none does")
 def test_process_limit_stops_a_fork_bomb(kernel):
     run = kernel.run(
         "import subprocess\nchildren = []\ntry:\n    for _ in range(200):\n"
@@ -119,6 +120,16 @@ def test_process_limit_stops_a_fork_bomb(kernel):
         "    print('stopped', len(children))\nfor c in children:\n    c.kill(); c.wait()")
     assert text(run).startswith("stopped"), text(run)
     assert int(text(run).split()[1]) < SMALL.max_processes
+
+
+@pytest.mark.required_in_ci(AS_ROOT)
+@pytest.mark.skipif(os.geteuid() != 0, reason="RLIMIT_NPROC is only set for a uid of its own")
+def test_the_uids_process_limit_is_the_fallback_where_no_group_counts_a_kernels_processes():
+    """RLIMIT_NPROC counts every process of the uid that all kernels of a grader process share: beside a group's
+    pids.max it would make kernels running at the same time share one budget (tests/test_cgroups.py)."""
+    nproc = ("RLIMIT_NPROC", SMALL.max_processes, SMALL.max_processes)
+    assert nproc in sandboxed_rlimits(SMALL, processes_in_cgroup=False)
+    assert not any(name == "RLIMIT_NPROC" for name, _, _ in sandboxed_rlimits(SMALL, processes_in_cgroup=True))
 
 
 def test_file_size_limit(kernel):

@@ -162,7 +162,8 @@ class Kernel:
         join = self.group.wrap if self.group is not None else list
         km.wrap = lambda argv: join(kernel_command(argv, workdir=self.workdir, sockdir=sockdir,
                                                    limits=self.limits, unsafe=not self.sandboxed, env=kernel_vars,
-                                                   memory_in_cgroup=self.group is not None))
+                                                   memory_in_cgroup=self.group is not None,
+                                                   processes_in_cgroup=self._processes_in_group()))
         km.write_connection_file()
         if self.sandboxed:  # bwrap --clearenv: the variables travel as --setenv arguments
             hand_over(sockdir)
@@ -181,6 +182,10 @@ class Kernel:
             self._connect(STARTUP_TIMEOUT_S)
         except RuntimeError as exc:
             raise RuntimeError(f"the kernel did not start: {exc}") from None
+
+    def _processes_in_group(self) -> bool:
+        """Whether this kernel's control group counts its processes (``pids.max``)."""
+        return self.group is not None and "pids" in self.group.controllers
 
     def _start_warm(self, km: "_SandboxedKernelManager", launch_env: dict, kernel_vars: dict) -> None:
         """bwrap runs the holder; the template forks the kernel into its sandbox (:mod:`.warm`)."""
@@ -202,7 +207,8 @@ class Kernel:
             procs = sorted({str(d / "cgroup.procs") for d in self.group.dirs.values()}) if self.group else []
             template.fork_kernel(holder, (holder_w, end_w), {
                 "cgroup_procs": procs, "uid": kernel_uid(), "env": kernel_vars, "workdir": str(self.workdir),
-                "rlimits": sandboxed_rlimits(self.limits, memory_in_cgroup=self.group is not None),
+                "rlimits": sandboxed_rlimits(self.limits, memory_in_cgroup=self.group is not None,
+                                             processes_in_cgroup=self._processes_in_group()),
                 "argv": km.kernel_arguments()})
         finally:
             for fd in (holder_r, holder_w, end_w):

@@ -5,8 +5,8 @@ namespaces. Its file system holds only read-only system and Python directories (
 ``/etc``, the interpreter, the virtualenv, the ``d2lite`` and ``grader`` packages), a size-capped
 ``/tmp``, the submission's ``workdir`` (read-write) and the socket folder through which it talks
 to the grader (ZMQ ``ipc`` transport; there is no network at all). When the grader runs as root,
-the kernel drops to an unprivileged uid with no capabilities, so ``RLIMIT_NPROC`` and file
-permissions apply. Resource limits (address space, CPU seconds, processes, file size, no core
+the kernel drops to an unprivileged uid with no capabilities, so file permissions (and, where no
+control group counts its processes, ``RLIMIT_NPROC``) apply. Resource limits (address space, CPU seconds, processes, file size, no core
 dumps) are set with ``prlimit`` just before Python starts. See ``grader/THREAT_MODEL.md``.
 
 The folders a kernel may write are made here, new for each kernel start (:func:`new_folder`), and
@@ -100,9 +100,10 @@ def sandbox_status() -> tuple[bool, str]:
     return _probe()
 
 
-def rlimit_values(limits: Limits, *, own_uid: bool, address_space: bool = True) -> list[tuple[str, int, int]]:
+def rlimit_values(limits: Limits, *, by_uid: bool, address_space: bool = True) -> list[tuple[str, int, int]]:
     """(resource name, soft, hard) of each limit a kernel gets. RLIMIT_NPROC counts every process of the uid,
-    so it is only set when the kernel has a uid of its own (otherwise a user's browser threads would count too).
+    so it is only set when ``by_uid`` says the uid is the kernels' alone (otherwise a user's browser threads
+    would count too) and no group's ``pids.max`` bounds the kernel (:func:`counts_processes_by_uid`).
     ``address_space`` False leaves RLIMIT_AS unset: for kernels that use a GPU (see :func:`gpu_devices`).
     RLIMIT_DATA is set with it, to the same budget: a grading worker without cgroups bounds itself by a
     lower soft RLIMIT_DATA (:mod:`grader.running.worker_memory`), which its kernels must not inherit."""
@@ -111,17 +112,26 @@ def rlimit_values(limits: Limits, *, own_uid: bool, address_space: bool = True) 
     values = [("RLIMIT_AS", limits.memory_mb * mb, limits.memory_mb * mb),
               ("RLIMIT_DATA", limits.memory_mb * mb, limits.memory_mb * mb)] if address_space else []
     values += [("RLIMIT_CPU", cpu, cpu + 5)]
-    values += [("RLIMIT_NPROC", limits.max_processes, limits.max_processes)] if own_uid else []
+    values += [("RLIMIT_NPROC", limits.max_processes, limits.max_processes)] if by_uid else []
     size = limits.max_file_mb * mb
     return values + [("RLIMIT_FSIZE", size, size), ("RLIMIT_CORE", 0, 0), ("RLIMIT_NOFILE", 1024, 1024)]
 
 
-def _rlimits(limits: Limits, *, own_uid: bool, address_space: bool = True) -> list[str]:
+def counts_processes_by_uid(processes_in_cgroup: bool) -> bool:
+    """Whether a sandboxed kernel gets RLIMIT_NPROC: only where it runs as a uid of its own and no control group
+    counts its processes. The kernels of one grader process share that uid, and RLIMIT_NPROC counts every process
+    of it, so beside a group's ``pids.max`` (one budget per kernel) it would make the kernels that run at the
+    same time share one budget: a student's processes, or a finished kernel's still dying, would take another
+    student's. The group is the exact bound; the rlimit is the fallback where there is none."""
+    return kernel_uid() is not None and not processes_in_cgroup
+
+
+def _rlimits(limits: Limits, *, by_uid: bool, address_space: bool = True) -> list[str]:
     """prlimit arguments setting :func:`rlimit_values`."""
     option = {"RLIMIT_AS": "as", "RLIMIT_DATA": "data", "RLIMIT_CPU": "cpu", "RLIMIT_NPROC": "nproc",
               "RLIMIT_FSIZE": "fsize", "RLIMIT_CORE": "core", "RLIMIT_NOFILE": "nofile"}
     return ["prlimit", *(f"--{option[name]}={soft}" if soft == hard else f"--{option[name]}={soft}:{hard}"
-                         for name, soft, hard in rlimit_values(limits, own_uid=own_uid, address_space=address_space)),
+                         for name, soft, hard in rlimit_values(limits, by_uid=by_uid, address_space=address_space)),
             "--"]
 
 
@@ -222,12 +232,13 @@ def _parents(paths: list[Path]) -> list[str]:
 
 def kernel_command(argv: list[str], *, workdir: Path | None, sockdir: Path | None,
                    limits: Limits, unsafe: bool, env: dict[str, str] | None = None,
-                   memory_in_cgroup: bool = False) -> list[str]:
+                   memory_in_cgroup: bool = False, processes_in_cgroup: bool = False) -> list[str]:
     """The command line that runs ``argv`` (a Python kernel) isolated, or just rate-limited.
     ``memory_in_cgroup``: a control group bounds the kernel's memory, so a GPU may be passed in
-    without RLIMIT_AS (:func:`gpu_devices`)."""
+    without RLIMIT_AS (:func:`gpu_devices`). ``processes_in_cgroup``: the group's ``pids.max`` bounds
+    its processes, so RLIMIT_NPROC is left unset (:func:`counts_processes_by_uid`)."""
     if unsafe:  # e.g. a student's own machine: limits where prlimit exists (not on macOS)
-        limited = _rlimits(limits, own_uid=False, address_space=not gpu_devices())
+        limited = _rlimits(limits, by_uid=False, address_space=not gpu_devices())
         return (limited if shutil.which("prlimit") else []) + argv
     ro = _ro_dirs()
     rw = [Path(p).resolve() for p in (workdir, sockdir) if p is not None]
@@ -260,13 +271,15 @@ def kernel_command(argv: list[str], *, workdir: Path | None, sockdir: Path | Non
     if uid is not None:
         cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
                 "--inh-caps=-all", "--bounding-set=-all", "--"]
-    return cmd + _rlimits(limits, own_uid=uid is not None, address_space=not gpus) + argv
+    return cmd + _rlimits(limits, by_uid=counts_processes_by_uid(processes_in_cgroup),
+                          address_space=not gpus) + argv
 
 
-def sandboxed_rlimits(limits: Limits, *, memory_in_cgroup: bool = False) -> list[tuple[str, int, int]]:
+def sandboxed_rlimits(limits: Limits, *, memory_in_cgroup: bool = False,
+                      processes_in_cgroup: bool = False) -> list[tuple[str, int, int]]:
     """The limits :func:`kernel_command` gives a sandboxed kernel (through prlimit), as :func:`rlimit_values`."""
     gpus = gpu_devices() if memory_in_cgroup else []
-    return rlimit_values(limits, own_uid=kernel_uid() is not None, address_space=not gpus)
+    return rlimit_values(limits, by_uid=counts_processes_by_uid(processes_in_cgroup), address_space=not gpus)
 
 
 def hand_over(path: Path) -> None:
