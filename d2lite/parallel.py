@@ -116,6 +116,7 @@ each calls {name}() on its own arguments."""
 import datetime
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -125,13 +126,34 @@ from torch.nn import functional as F
 
 {source}
 
+def _d2lite_store(rank, folder, world_size, seconds):
+    """Where the ranks meet. Rank 0 listens on a port the system picks as it binds (a port picked earlier
+    and let go could be taken, or picked again, by another job in between), and notes it in the folder;
+    the other ranks read it there and connect. MASTER_ADDR and MASTER_PORT then say where, as under torchrun."""
+    timeout = datetime.timedelta(seconds=seconds)
+    note = os.path.join(folder, "port.txt")
+    if rank == 0:
+        store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True, timeout=timeout,
+                              wait_for_workers=False)
+        with open(note + ".part", "w") as part:
+            part.write(str(store.port))
+        os.replace(note + ".part", note)
+    else:
+        deadline = time.monotonic() + seconds
+        while not os.path.exists(note):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"rank 0 did not start listening within {{seconds:g}} s")
+            time.sleep(0.01)
+        store = dist.TCPStore("127.0.0.1", int(open(note).read()), world_size, is_master=False, timeout=timeout)
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(store.port)
+    return store
+
+
 def _d2lite_rank(rank, folder, world_size, seconds):
     sys.stdout = open(os.path.join(folder, f"output{{rank}}.txt"), "w", buffering=1)
     args = torch.load(os.path.join(folder, f"args{{rank}}.pt"), weights_only=False)
-    # Rank 0 listens on MASTER_ADDR:MASTER_PORT (set by the caller, as torchrun does); the
-    # other ranks connect there, and the group is formed.
-    dist.init_process_group("gloo", rank=rank, world_size=world_size,
-                            timeout=datetime.timedelta(seconds=seconds))
+    dist.init_process_group("gloo", store=_d2lite_store(rank, folder, world_size, seconds), rank=rank,
+                            world_size=world_size, timeout=datetime.timedelta(seconds=seconds))
     try:
         result = {name}(*args)
         torch.save((result, args), os.path.join(folder, f"result{{rank}}.pt"))
@@ -173,12 +195,6 @@ def _first_failure(folder: str, world_size: int) -> str:
     _, rank, first = notes[0]
     others = "".join(f"rank {r} then failed too: {text.strip().splitlines()[-1]}\n" for _, r, text in notes[1:])
     return f"rank {rank} failed first:\n{first[-3000:]}{others}"
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _loopback_interface() -> str | None:
@@ -232,8 +248,7 @@ def run_distributed(fn: Callable, args_per_rank: Sequence[Sequence[Any]], *,
             f.write(_LAUNCHER.format(name=fn.__name__, source=source, world_size=world_size))
         for rank, args in enumerate(args_per_rank):
             torch.save(tuple(args), os.path.join(folder, f"args{rank}.pt"))
-        env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
-               "OMP_NUM_THREADS": "1"}
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
         loopback = _loopback_interface()
         if loopback and "GLOO_SOCKET_IFNAME" not in env:
             env["GLOO_SOCKET_IFNAME"] = loopback

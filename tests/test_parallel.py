@@ -177,6 +177,31 @@ def test_run_distributed_reports_the_failing_rank(launch, tmp_path, monkeypatch)
     assert list(tmp_path.iterdir()) == []
 
 
+def where_the_ranks_met(x):
+    import os
+    dist.all_reduce(x)
+    return int(os.environ["MASTER_PORT"])
+
+
+def test_the_ranks_meet_on_a_port_that_rank_0_bound_itself(launch, monkeypatch):
+    """A port picked as free and let go before rank 0 listens on it can be taken in between by another job (or
+    picked by another run, whose ranks would then meet these): CI saw a gloo "Connection closed by peer" that way.
+    Here another job listens on the port such a pick would give (d2lite once picked it with ``_free_port``), and
+    the caller's environment names it too: the run meets elsewhere, on the port rank 0's store is bound to."""
+    import socket
+    with socket.socket() as other_job:
+        other_job.bind(("127.0.0.1", 0))
+        other_job.listen()
+        taken = other_job.getsockname()[1]
+        monkeypatch.setattr(parallel, "_free_port", lambda: taken, raising=False)
+        monkeypatch.setenv("MASTER_PORT", str(taken))
+        results = d2lite.run_distributed(where_the_ranks_met, [(torch.ones(2),), (torch.ones(2),)])
+    ports = {port for port, _ in results}
+    assert len(ports) == 1 and taken not in ports, (ports, taken)
+    for _, (x,) in results:
+        torch.testing.assert_close(x, torch.full((2,), 2.0))
+
+
 def test_a_rank_killed_while_noting_its_error_does_not_hide_the_rank_that_failed(tmp_path):
     """Once a rank fails the others are stopped, some while they write their own note: an empty note
     or an unfinished one (``.part``, renamed only when whole) is passed over, not reported as a failure."""
