@@ -10,6 +10,7 @@ import os
 import socket
 import struct
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -107,11 +108,22 @@ def remote_for(files, **changes) -> RemoteDataset:
                          url_env="D2LITE_TEST_UNUSED_URL", sha256=digests)
 
 
+_refusing: list[socket.socket] = []
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _a_port_that_refuses():
+    """A socket bound and never listening while these tests run: a connection to its port is refused, and no
+    other job can take the port in between (as it could once a socket that found a free port was closed)."""
+    with socket.socket() as bound:
+        bound.bind(("127.0.0.1", 0))
+        _refusing.append(bound)
+        yield
+        _refusing.clear()
+
+
 def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/"  # nothing listens there once the socket is closed
+    return f"http://127.0.0.1:{_refusing[0].getsockname()[1]}/"
 
 
 def test_good_files_are_downloaded_verified_cached_and_not_downloaded_again(tmp_path, server, files):
@@ -229,7 +241,7 @@ def test_d2l_download_registers_by_name_checks_sha1_and_uses_the_cached_copy(tmp
         default = d2l.download("house", progressbar=False)
     finally:
         s.stop()
-    assert isinstance(fname, str) and open(fname, "rb").read() == body
+    assert isinstance(fname, str) and Path(fname).read_bytes() == body
     assert fname == str(tmp_path / "data" / "house.csv") and default == str(tmp_path / "cache" / "d2l" / "house.csv")
     assert d2l.download("house", cache_dir=tmp_path / "data") == fname  # no server: the verified copy
     assert s.requests == ["house.csv", "house.csv"]
@@ -282,5 +294,5 @@ def test_d2l_download_extract_unpacks_beside_the_download_and_blocks_escaping_me
             d2l.download_extract("evil")
     finally:
         s.stop()
-    assert open(os.path.join(folder, "a.txt")).read() == "A"
+    assert Path(folder, "a.txt").read_text() == "A"
     assert not (tmp_path / "outside.txt").exists()
