@@ -34,6 +34,7 @@ class TestResult:
     """One graded test cell (or hand-graded answer) of one submission; its fields in this order (positional
     construction relies on it). In the marker: a JSON object of these keys, ``"notebook"`` only when not ""."""
 
+    __test__ = False  # a grading record whose name starts with "Test": not a class of tests for pytest to collect
     grade_id: str
     max_points: float
     points: float
